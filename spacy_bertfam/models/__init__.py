@@ -1,0 +1,1 @@
+"""Pure PyTorch models: no spaCy or thinc imports below this package."""

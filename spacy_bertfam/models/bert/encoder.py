@@ -1,0 +1,96 @@
+"""The BERT encoder (Devlin et al. 2018, https://arxiv.org/abs/1810.04805)."""
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..layers import TransformerBlock
+from ..output import EncoderOutput
+from .config import BertConfig
+
+
+class BertEmbeddings(nn.Module):
+    """Sum of piece, segment and learned position embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.pieces = nn.Embedding(config.n_pieces, config.hidden_width)
+        self.positions = nn.Embedding(config.n_positions, config.hidden_width)
+        self.types = nn.Embedding(config.n_types, config.hidden_width)
+        self.norm = nn.LayerNorm(config.hidden_width, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+
+    def forward(
+        self, piece_ids: torch.Tensor, type_ids: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """All inputs (B, T) int64 -> (B, T, width)."""
+        x = self.pieces(piece_ids) + self.types(type_ids) + self.positions(positions)
+        return self.dropout(self.norm(x))
+
+
+class BertEncoder(nn.Module):
+    """Embeddings, N post-LN transformer blocks and the tanh pooler on [CLS]."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.layers = nn.ModuleList(
+            TransformerBlock(
+                width=config.hidden_width,
+                n_heads=config.n_heads,
+                inner_width=config.intermediate_width,
+                activation=config.activation,
+                dropout=config.hidden_dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_eps=config.layer_norm_eps,
+                pre_norm=False,
+            )
+            for _ in range(config.n_layers)
+        )
+        self.pooler = nn.Linear(config.hidden_width, config.hidden_width)
+        self.apply(_init_weights)
+
+    def forward(
+        self,
+        piece_ids: torch.Tensor,
+        attention_mask: Optional[torch.Tensor] = None,
+        type_ids: Optional[torch.Tensor] = None,
+    ) -> EncoderOutput:
+        """Encode a batch.
+
+        piece_ids: (B, T) piece ids, [CLS] ... [SEP] [PAD]...
+        attention_mask: (B, T) bool or 0/1; True/1 marks a real piece. Default: all real.
+        type_ids: (B, T) segment ids; default all 0.
+        """
+        B, T = piece_ids.shape
+        if T > self.config.n_positions:
+            raise ValueError(
+                f"Sequence of {T} pieces exceeds the {self.config.n_positions} positions "
+                "of this model; encode long inputs in windows"
+            )
+        if type_ids is None:
+            type_ids = torch.zeros_like(piece_ids)
+        positions = torch.arange(T, device=piece_ids.device).expand(B, T)
+        attend = None
+        if attention_mask is not None:
+            # (B, T) -> (B, 1, 1, T): every query may see every real key.
+            attend = attention_mask.bool()[:, None, None, :]
+        x = self.embeddings(piece_ids, type_ids, positions)
+        layers = [x]
+        for block in self.layers:
+            x, _ = block(x, attend)
+            layers.append(x)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return EncoderOutput(layers=layers, pooled=pooled)
+
+
+def _init_weights(module: nn.Module) -> None:
+    """BERT's truncated-normal-like initialisation (std 0.02), zero biases."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)

@@ -1,0 +1,7 @@
+"""Building blocks shared by the model families; they take plain keyword arguments."""
+from .activations import get_activation
+from .attention import SelfAttention
+from .feedforward import FeedForward
+from .transformer import TransformerBlock
+
+__all__ = ["get_activation", "SelfAttention", "FeedForward", "TransformerBlock"]

@@ -1,0 +1,71 @@
+"""Multi-head self-attention shared by the BERT and GPT families."""
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+KVCache = Tuple[torch.Tensor, torch.Tensor]
+
+
+class SelfAttention(nn.Module):
+    """Multi-head scaled dot-product self-attention (Vaswani et al. 2017).
+
+    Query, key and value keep separate projections because both BERT and GPT
+    checkpoints can be mapped onto them without re-packing at load time.
+
+    width (int): model width; must be divisible by `n_heads`.
+    n_heads (int): number of attention heads.
+    dropout (float): dropout on the attention probabilities.
+    """
+
+    def __init__(self, *, width: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        if width % n_heads != 0:
+            raise ValueError(
+                f"The width ({width}) must be divisible by the number of attention "
+                f"heads ({n_heads})"
+            )
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.query = nn.Linear(width, width)
+        self.key = nn.Linear(width, width)
+        self.value = nn.Linear(width, width)
+        self.output = nn.Linear(width, width)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        attend: Optional[torch.Tensor] = None,
+        *,
+        causal: bool = False,
+        cache: Optional[KVCache] = None,
+    ) -> Tuple[torch.Tensor, KVCache]:
+        """Attend over `x` of shape (B, T, W).
+
+        attend: boolean (B, 1, T_q or 1, T_kv); True means the key may be attended to.
+        causal: add the left-to-right constraint (combined with `attend`).
+        cache: keys and values of earlier positions (B, nh, T_past, hs) for
+            incremental decoding; the updated cache is returned.
+        """
+        B, T, W = x.shape
+        hs = W // self.n_heads
+        # (B, T, W) -> (B, nh, T, hs)
+        q, k, v = (
+            proj(x).view(B, T, self.n_heads, hs).transpose(1, 2)
+            for proj in (self.query, self.key, self.value)
+        )
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+        mask = attend
+        if causal:
+            T_kv = k.shape[2]
+            # Query i (absolute position T_kv - T + i) may see keys 0 .. its position.
+            tri = torch.ones(T, T_kv, dtype=torch.bool, device=x.device).tril(T_kv - T)
+            mask = tri if mask is None else mask & tri
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
+        )
+        y = y.transpose(1, 2).reshape(B, T, W)
+        return self.output(y), (k, v)

@@ -1,0 +1,24 @@
+"""Position-wise feed-forward layer shared by the transformer families."""
+import torch
+from torch import nn
+
+from .activations import get_activation
+
+
+class FeedForward(nn.Module):
+    """Two linear maps with an activation between them (Vaswani et al. 2017, §3.3).
+
+    width (int): model width (input and output).
+    inner_width (int): hidden width, 4 × width in BERT and GPT.
+    activation (str): name from `models.layers.activations` ("gelu", "gelu_tanh", ...).
+    """
+
+    def __init__(self, *, width: int, inner_width: int, activation: str = "gelu"):
+        super().__init__()
+        self.up = nn.Linear(width, inner_width)
+        self.down = nn.Linear(inner_width, width)
+        self.activation = get_activation(activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, width) -> (B, T, width)."""
+        return self.down(self.activation(self.up(x)))

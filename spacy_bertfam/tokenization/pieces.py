@@ -1,0 +1,129 @@
+"""A family-neutral wrapper around a `tokenizers.Tokenizer`.
+
+Every encoder family (WordPiece for BERT, byte-level BPE for GPT) hands the rest of
+the library one `PieceTokenizer`: it never truncates or pads (long documents are
+windowed by the caller, never cut), it knows the ids of its special pieces, and it
+serialises to the `tokenizer.json` string of the `tokenizers` library.
+"""
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+from tokenizers import Tokenizer
+
+
+@dataclass
+class Encoded:
+    """One encoded text (or text pair), special pieces included.
+
+    ids: (n,) piece ids.
+    type_ids: (n,) segment ids (0 for the first text, 1 for the pair).
+    offsets: (n, 2) character start/end of each piece in its own text
+        ((0, 0) for special pieces).
+    """
+
+    ids: np.ndarray
+    type_ids: np.ndarray
+    offsets: np.ndarray
+
+
+class PieceTokenizer:
+    """Piece tokenization with offsets; an empty instance awaits a loaded vocabulary.
+
+    tokenizer (Optional[Tokenizer]): the underlying tokenizer, or None until loaded.
+    """
+
+    def __init__(self, tokenizer: Optional[Tokenizer] = None):
+        self._tok = _without_truncation(tokenizer) if tokenizer is not None else None
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._tok is not None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self._tok is None:
+            raise ValueError(
+                "This tokenizer has no vocabulary yet: the encoder was never initialised "
+                "from a checkpoint (set an encoder_loader under [initialize.components])"
+            )
+        return self._tok
+
+    @classmethod
+    def from_json(cls, data: str) -> "PieceTokenizer":
+        return cls(Tokenizer.from_str(data) if data else None)
+
+    def to_json(self) -> str:
+        return self._tok.to_str() if self._tok is not None else ""
+
+    @classmethod
+    def from_file(cls, path: str) -> "PieceTokenizer":
+        return cls(Tokenizer.from_file(str(path)))
+
+    def save(self, path: str) -> None:
+        self.tokenizer.save(str(path))
+
+    @property
+    def n_pieces(self) -> int:
+        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def piece_id(self, piece: str) -> int:
+        """The id of `piece`; a ValueError names a piece the vocabulary lacks."""
+        idx = self.tokenizer.token_to_id(piece)
+        if idx is None:
+            raise ValueError(f"The vocabulary has no piece '{piece}'")
+        return idx
+
+    def special_ids(self) -> List[int]:
+        """Ids of all special pieces ([CLS], [SEP], [PAD], ... or <|endoftext|>)."""
+        added = self.tokenizer.get_added_tokens_decoder()
+        return sorted(idx for idx, token in added.items() if token.special)
+
+    def encode(self, text: str, pair: Optional[str] = None) -> Encoded:
+        """Encode a text (or pair) with the special pieces of the post-processor."""
+        enc = self.tokenizer.encode(text, pair)
+        return _to_encoded(enc)
+
+    def encode_batch(self, texts: Sequence[str]) -> List[Encoded]:
+        return [_to_encoded(e) for e in self.tokenizer.encode_batch(list(texts))]
+
+    def encode_words(self, docs: Sequence[Sequence[str]]) -> List[List[List[int]]]:
+        """Pieces (no special pieces) of each word of each pre-split doc.
+
+        Returns, per doc, per word, the list of piece ids; a word may get none
+        (whitespace, or characters that the normaliser removes).
+        """
+        encs = self.tokenizer.encode_batch(
+            [list(words) for words in docs], is_pretokenized=True, add_special_tokens=False
+        )
+        out = []
+        for words, enc in zip(docs, encs):
+            per_word: List[List[int]] = [[] for _ in words]
+            for piece, word in zip(enc.ids, enc.word_ids):
+                if word is not None:
+                    per_word[word].append(piece)
+            out.append(per_word)
+        return out
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+
+def _to_encoded(enc) -> Encoded:
+    return Encoded(
+        ids=np.asarray(enc.ids, dtype=np.int64),
+        type_ids=np.asarray(enc.type_ids, dtype=np.int64),
+        offsets=np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2),
+    )
+
+
+def _without_truncation(tok: Tokenizer) -> Tokenizer:
+    """Turn off truncation and padding that a `tokenizer.json` may carry.
+
+    Hugging Face tokenizer files often save e.g. truncation at 128 pieces; kept, it
+    would silently cut long documents.
+    """
+    tok = Tokenizer.from_str(tok.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
