@@ -1,0 +1,82 @@
+"""Registered thinc architectures (`spacy-bertfam.<Name>.v1`).
+
+A registered signature never changes: a new behaviour gets a new version.
+"""
+from typing import List
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Model
+
+from .layers import build_piece_encoder
+from .models.bert import BertConfig, BertEncoder
+from .types import DocEncoding
+
+
+@registry.architectures("spacy-bertfam.BertEncoder.v1")
+def bert_encoder_v1(
+    n_pieces: int = 30522,
+    hidden_width: int = 768,
+    n_layers: int = 12,
+    n_heads: int = 12,
+    intermediate_width: int = 3072,
+    n_positions: int = 512,
+    n_types: int = 2,
+    hidden_dropout: float = 0.1,
+    attention_dropout: float = 0.1,
+    layer_norm_eps: float = 1e-12,
+    activation: str = "gelu",
+    padding_id: int = 0,
+    window: int = 128,
+    stride: int = 96,
+) -> Model[List[Doc], List[DocEncoding]]:
+    """A BERT encoder over Docs: WordPiece pieces, windows, every layer's output.
+
+    The structural settings (n_pieces .. activation) must match the checkpoint that
+    the encoder_loader loads at initialize; a mismatch is reported field by field.
+    Defaults are BERT-base; all-MiniLM-L6-v2 is hidden_width 384, n_layers 6,
+    intermediate_width 1536.
+
+    n_pieces (int): vocabulary size.
+    hidden_width (int): width of each layer's output.
+    n_layers (int): transformer blocks; the model exposes n_layers + 1 outputs.
+    n_heads (int): attention heads.
+    intermediate_width (int): feed-forward inner width.
+    n_positions (int): learned positions, the longest possible window.
+    n_types (int): segment types.
+    hidden_dropout (float): dropout on embeddings and sublayer outputs (0.1).
+    attention_dropout (float): dropout on attention probabilities (0.1).
+    layer_norm_eps (float): LayerNorm epsilon (1e-12).
+    activation (str): "gelu" (exact) for BERT.
+    padding_id (int): id of [PAD].
+    window (int): pieces per window, [CLS] and [SEP] included; at most n_positions.
+        Shorter windows are faster; 128 covers most sentences in one window.
+    stride (int): pieces between window starts; overlapping positions are averaged.
+    """
+    config = BertConfig(
+        n_pieces=n_pieces,
+        hidden_width=hidden_width,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        intermediate_width=intermediate_width,
+        n_positions=n_positions,
+        n_types=n_types,
+        hidden_dropout=hidden_dropout,
+        attention_dropout=attention_dropout,
+        layer_norm_eps=layer_norm_eps,
+        activation=activation,
+        padding_id=padding_id,
+    )
+    return build_piece_encoder(
+        BertEncoder(config),
+        family="bert",
+        n_layers=n_layers + 1,
+        width=hidden_width,
+        window=window,
+        stride=stride,
+        combine="mean",
+        prefix=["[CLS]"],
+        suffix=["[SEP]"],
+        unknown="[UNK]",
+        padding_id=padding_id,
+    )

@@ -1,0 +1,184 @@
+"""The thinc Model that turns Docs into piece-level layer outputs of a torch encoder.
+
+Tokenization, alignment and windowing live inside this Model (not on the pipeline
+component), so a copy of the Model, such as the one `nlp.replace_listeners` makes,
+works on its own. The piece tokenizer is a model attribute, serialised with it.
+"""
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, PyTorchShim, torch2xp, xp2torch
+from thinc.model import deserialize_attr, serialize_attr
+from torch import nn
+
+from ..models.windowed import WindowedEncoder
+from ..tokenization import PieceTokenizer
+from ..tokenization.alignment import DocPieces, align_tokens
+from ..tokenization.windows import WindowPlan, plan_windows
+from ..types import DocEncoding
+
+
+@serialize_attr.register(PieceTokenizer)
+def _serialize_tokenizer(_: PieceTokenizer, value: PieceTokenizer, name: str, model: Model) -> bytes:
+    return value.to_json().encode("utf8")
+
+
+@deserialize_attr.register(PieceTokenizer)
+def _deserialize_tokenizer(_: PieceTokenizer, value: bytes, name: str, model: Model) -> PieceTokenizer:
+    return PieceTokenizer.from_json(value.decode("utf8"))
+
+
+def build_piece_encoder(
+    encoder: nn.Module,
+    *,
+    family: str,
+    n_layers: int,
+    width: int,
+    window: int,
+    stride: int,
+    combine: str,
+    prefix: Sequence[str],
+    suffix: Sequence[str],
+    unknown: str,
+    padding_id: int,
+) -> Model[List[Doc], List[DocEncoding]]:
+    """Wrap a torch encoder (called as `encoder(ids, mask)` -> EncoderOutput).
+
+    family: checkpoint family the encoder accepts ("bert", "gpt").
+    n_layers: number of layer outputs (embedding output included).
+    window, stride, combine: see `tokenization.windows`.
+    prefix, suffix: special pieces around every window (e.g. ["[CLS]"], ["[SEP]"]).
+    unknown: the piece used for a doc whose tokens yield no piece.
+    """
+    n_positions = getattr(encoder.config, "n_positions", window)
+    if window > n_positions:
+        raise ValueError(
+            f"window {window} exceeds the {n_positions} positions of this model; "
+            f"set window <= {n_positions}"
+        )
+    # Checked now rather than at the first batch, so a bad config fails early.
+    plan_windows([], window=window, stride=stride, prefix=[0] * len(prefix),
+                 suffix=[0] * len(suffix), padding_id=padding_id, combine=combine)
+    return Model(
+        f"{family}_piece_encoder",
+        _forward,
+        shims=[PyTorchShim(WindowedEncoder(encoder))],
+        dims={"nO": width},
+        attrs={
+            "family": family,
+            "tokenizer": PieceTokenizer(),
+            "source": "",
+            "n_layers": n_layers,
+            "layers": None,
+            "window": window,
+            "stride": stride,
+            "combine": combine,
+            "prefix": list(prefix),
+            "suffix": list(suffix),
+            "unknown": unknown,
+            "padding_id": padding_id,
+        },
+    )
+
+
+def torch_encoder(model: Model) -> nn.Module:
+    """The wrapped torch encoder (e.g. `BertEncoder`) of a piece-encoder Model."""
+    return model.shims[0]._model.encoder
+
+
+def requested_layers(model: Model) -> List[int]:
+    """Layer indices (normalised to 0..n_layers-1) the model computes outputs for."""
+    n = model.attrs["n_layers"]
+    wanted = model.attrs["layers"]
+    return list(range(n)) if wanted is None else sorted({normalise_layer(i, n) for i in wanted})
+
+
+def normalise_layer(index: int, n_layers: int) -> int:
+    """Python-style layer index (-1 = top) -> 0..n_layers-1; IndexError names the range."""
+    if not -n_layers <= index < n_layers:
+        raise IndexError(
+            f"Layer {index} does not exist: this encoder has {n_layers} layer outputs "
+            f"(0 = embeddings .. {n_layers - 1}, or -1 .. -{n_layers})"
+        )
+    return index % n_layers
+
+
+def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEncoding], Callable]:
+    tokenizer: PieceTokenizer = model.attrs["tokenizer"]
+    if not tokenizer.is_loaded:
+        raise ValueError(
+            f"The {model.attrs['family']} encoder was never initialised: load weights with "
+            "an encoder_loader under [initialize.components.<name>] (for example "
+            "spacy-bertfam.CheckpointLoader.v1), or ask for random initialisation there"
+        )
+    pieces = align_tokens(
+        tokenizer, [[t.text for t in doc] for doc in docs], unk_id=tokenizer.piece_id(model.attrs["unknown"])
+    )
+    plan = plan_windows(
+        [p.ids for p in pieces],
+        window=model.attrs["window"],
+        stride=model.attrs["stride"],
+        prefix=[tokenizer.piece_id(p) for p in model.attrs["prefix"]],
+        suffix=[tokenizer.piece_id(p) for p in model.attrs["suffix"]],
+        padding_id=model.attrs["padding_id"],
+        combine=model.attrs["combine"],
+    )
+    layer_ids = requested_layers(model)
+    shim: PyTorchShim = model.shims[0]
+    inputs = _torch_inputs(plan, layer_ids, shim.device)
+    outputs, backprop_torch = shim(inputs, is_train)
+    arrays = [torch2xp(t) for t in outputs]
+    encodings = _split(arrays, layer_ids, plan, pieces)
+
+    def backprop(d_encodings: List[Dict[int, Any]]) -> List[Doc]:
+        if plan.ids.shape[0] == 0:
+            return docs  # no piece in the batch: nothing reached the encoder
+        grads = []
+        for out, layer in zip(outputs, layer_ids):
+            parts = [d.get(layer) for d in d_encodings]
+            grads.append(_concat_grads(model, parts, plan, out.shape[-1]))
+        grads_torch = [xp2torch(g, device=shim.device) for g in grads]
+        backprop_torch(ArgsKwargs(args=(tuple(outputs),), kwargs={"grad_tensors": grads_torch}))
+        return docs
+
+    return encodings, backprop
+
+
+def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device) -> ArgsKwargs:
+    to_torch = lambda a: xp2torch(a, device=device)  # noqa: E731
+    return ArgsKwargs(
+        args=(
+            to_torch(plan.ids),
+            to_torch(plan.mask),
+            to_torch(plan.source),
+            to_torch(plan.target),
+            to_torch(plan.weight),
+            plan.n_out,
+            layer_ids,
+        ),
+        kwargs={},
+    )
+
+
+def _split(arrays, layer_ids: List[int], plan: WindowPlan, pieces: List[DocPieces]) -> List[DocEncoding]:
+    out = []
+    for d, doc_pieces in enumerate(pieces):
+        start, end = int(plan.doc_offsets[d]), int(plan.doc_offsets[d + 1])
+        out.append(
+            DocEncoding(
+                layers={layer: arr[start:end] for layer, arr in zip(layer_ids, arrays)},
+                token_lengths=doc_pieces.token_lengths,
+                token_pieces=doc_pieces.token_pieces,
+            )
+        )
+    return out
+
+
+def _concat_grads(model: Model, parts: List[Optional[Any]], plan: WindowPlan, width: int):
+    """One (n_out, width) gradient from per-doc gradients; missing ones count as zero."""
+    grad = model.ops.alloc2f(plan.n_out, width)
+    for d, part in enumerate(parts):
+        if part is not None:
+            grad[int(plan.doc_offsets[d]) : int(plan.doc_offsets[d + 1])] += part
+    return grad

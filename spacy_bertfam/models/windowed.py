@@ -1,0 +1,44 @@
+"""Run an encoder over a batch of windows and gather the outputs per document piece."""
+from typing import List, Optional, Sequence
+
+import torch
+from torch import nn
+
+
+class WindowedEncoder(nn.Module):
+    """Wraps an encoder so that windowing's scatter/average stays inside autograd.
+
+    The wrapped encoder is called as `encoder(ids, mask)` and returns an
+    `EncoderOutput`; this module returns, for each requested layer, a
+    (n_out, width) tensor of weighted sums of window positions (see
+    `tokenization.windows.WindowPlan`), so gradients are split between
+    overlapping windows exactly as the forward pass combined them.
+    """
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        source: torch.Tensor,
+        target: torch.Tensor,
+        weight: torch.Tensor,
+        n_out: int,
+        layers: Optional[Sequence[int]] = None,
+    ) -> List[torch.Tensor]:
+        """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)]."""
+        if ids.shape[0] == 0:
+            # No doc in the batch has a piece: every requested layer is empty.
+            count = self.encoder.config.n_layers + 1 if layers is None else len(layers)
+            param = next(self.encoder.parameters())
+            return [param.new_zeros((n_out, self.encoder.config.hidden_width))] * count
+        out = self.encoder(ids, mask)
+        chosen = out.layers if layers is None else [out.layers[i] for i in layers]
+        result = []
+        for layer in chosen:
+            flat = layer.reshape(-1, layer.shape[-1])[source] * weight[:, None].to(layer.dtype)
+            result.append(flat.new_zeros((n_out, flat.shape[-1])).index_add(0, target, flat))
+        return result

