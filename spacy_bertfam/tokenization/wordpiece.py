@@ -5,6 +5,7 @@ from typing import Iterable, List, Optional, Union
 
 from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
+from tokenizers.models import WordPiece
 from tokenizers.processors import BertProcessing
 
 from .pieces import PieceTokenizer
@@ -29,7 +30,7 @@ def wordpiece_from_vocab(
     if not path.is_file():
         raise FileNotFoundError(f"WordPiece vocabulary not found: {path}")
     bwp = BertWordPieceTokenizer(
-        str(path),
+        WordPiece.read_file(str(path)),
         lowercase=lowercase,
         strip_accents=strip_accents,
         handle_chinese_chars=handle_chinese_chars,

@@ -1,0 +1,60 @@
+"""Shared fixtures: tiny random Hugging Face BERT checkpoints and the MiniLM weights."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from spacy_bertfam.pretrained import pretrained_path
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+TINY_HF_CONFIG = dict(
+    vocab_size=120,
+    hidden_size=32,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    type_vocab_size=2,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+)
+
+
+def write_vocab(path: Path, size: int) -> Path:
+    """A WordPiece vocab of `size` entries: specials, letters, a few words and ##pieces."""
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = list("abcdefghijklmnopqrstuvwxyz0123456789.,!?'-")
+    words = ["the", "cat", "sat", "on", "mat", "dog", "ran", "hello", "world", "bank", "river"]
+    subs = ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] + ["##ing", "##ed"]
+    vocab = (specials + chars + words + subs)
+    vocab += [f"[unused{i}]" for i in range(size - len(vocab))]
+    assert len(vocab) == size
+    path.write_text("\n".join(vocab) + "\n", encoding="utf8")
+    return path
+
+
+def make_hf_bert(directory: Path, *, heads: bool = False, seed: int = 0, **overrides) -> Path:
+    """Save a random Hugging Face BERT (BertModel, or BertForPreTraining with heads)."""
+    from transformers import BertConfig, BertForPreTraining, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(**{**TINY_HF_CONFIG, **overrides})
+    model = (BertForPreTraining if heads else BertModel)(config)
+    with torch.no_grad():  # LayerNorms start at 1/0; perturb so the map is really tested
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(directory)
+    write_vocab(directory / "vocab.txt", config.vocab_size)
+    return directory
+
+
+@pytest.fixture
+def hf_bert_dir(tmp_path: Path) -> Path:
+    return make_hf_bert(tmp_path / "hf_bert")
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    return pretrained_path("all-MiniLM-L6-v2")

@@ -1,0 +1,153 @@
+"""The bert_encoder component: loading, saving, windows, awkward input."""
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import spacy
+import torch
+
+from spacy_bertfam.layers import torch_encoder
+from spacy_bertfam.loaders import checkpoint_loader
+
+TINY_MODEL = {
+    "@architectures": "spacy-bertfam.BertEncoder.v1",
+    "n_pieces": 120, "hidden_width": 32, "n_layers": 3, "n_heads": 4,
+    "intermediate_width": 64, "n_positions": 64, "window": 64, "stride": 48,
+}
+
+
+def tiny_nlp(checkpoint, **model_overrides):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"model": {**TINY_MODEL, **model_overrides}})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(checkpoint))
+    return nlp
+
+
+def bare_outputs(nlp, pieces):
+    """Every layer of the bare model on one [CLS] pieces [SEP] sequence."""
+    model = nlp.get_pipe("bert_encoder").model
+    tok = model.attrs["tokenizer"]
+    ids = torch.tensor([[tok.piece_id("[CLS]"), *pieces, tok.piece_id("[SEP]")]])
+    with torch.no_grad():
+        return [l[0, 1:-1].numpy() for l in torch_encoder(model).eval()(ids).layers]
+
+
+# An import hook that fails any import of Hugging Face transformers made from our
+# package's code (the peer spacy-transformers, if installed, may import it itself).
+NO_TRANSFORMERS_FROM_US = """
+import sys, traceback
+class _Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "transformers" and any(
+            "spacy_bertfam" in f.filename for f in traceback.extract_stack()
+        ):
+            raise ImportError("spacy_bertfam imported transformers")
+sys.meta_path.insert(0, _Watch())
+"""
+
+TEXT = "the cat sat on the mat and the dog ran to the river bank hello world " * 3
+
+
+def test_uninitialised_encoder_raises():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"model": TINY_MODEL})
+    with pytest.raises(ValueError, match="encoder was never initialised"):
+        nlp("the cat")
+    with pytest.raises(ValueError, match="no weights to initialise from"):
+        nlp.initialize()
+
+
+def test_saved_pipeline_loads_without_checkpoint(tmp_path, hf_bert_dir):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(hf_bert_dir, ckpt)
+    nlp = tiny_nlp(ckpt)
+    before = nlp(TEXT).tensor
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.rmtree(ckpt)
+    script = NO_TRANSFORMERS_FROM_US + (
+        "import numpy, spacy\n"
+        f"nlp = spacy.load({str(tmp_path / 'pipeline')!r})\n"
+        f"numpy.save({str(tmp_path / 'after.npy')!r}, nlp({TEXT!r}).tensor)\n"
+    )
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", script], check=True, env=env)
+    after = np.load(tmp_path / "after.npy")
+    assert before.shape == (len(nlp(TEXT)), 32)
+    np.testing.assert_allclose(after, before, atol=1e-6)
+    from_bytes = spacy.blank("en")
+    from_bytes.add_pipe("bert_encoder", config={"model": TINY_MODEL})
+    from_bytes.from_bytes(nlp.to_bytes())
+    np.testing.assert_allclose(from_bytes(TEXT).tensor, before, atol=1e-6)
+
+
+def test_window_covering_doc_equals_bare_model(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir)
+    doc = nlp("the cat sat on the mat")
+    enc = doc._.bertfam["bert_encoder"]
+    pieces = nlp.get_pipe("bert_encoder").model.attrs["tokenizer"].encode_words([[t.text for t in doc]])[0]
+    bare = bare_outputs(nlp, [p for word in pieces for p in word])
+    assert sorted(enc.layers) == [0, 1, 2, 3]
+    for i, layer in enumerate(bare):
+        np.testing.assert_allclose(enc.layers[i], layer, atol=1e-5)
+
+
+def test_small_windows_average_overlaps(hf_bert_dir):
+    window, stride = 8, 4  # 6 content pieces per window, starting every 4
+    nlp = tiny_nlp(hf_bert_dir, window=window, stride=stride)
+    doc = nlp("the cat sat on the mat the dog ran on the river bank")
+    enc = doc._.bertfam["bert_encoder"]
+    ids = [p for w in nlp.get_pipe("bert_encoder").model.attrs["tokenizer"].encode_words([[t.text for t in doc]])[0] for p in w]
+    n = len(ids)
+    assert n == 13
+    sums = [np.zeros((n, 32), dtype=np.float32) for _ in range(4)]
+    counts = np.zeros(n)
+    for start in (0, 4, 8):  # windows [0,6) [4,10) [8,13)
+        end = min(start + 6, n)
+        for i, layer in enumerate(bare_outputs(nlp, ids[start:end])):
+            sums[i][start:end] += layer
+        counts[start:end] += 1
+    assert counts.tolist() == [1, 1, 1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 1]
+    for i in range(4):
+        np.testing.assert_allclose(enc.layers[i], sums[i] / counts[:, None], atol=1e-5)
+
+
+def test_long_document_is_encoded_completely(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir)
+    doc = nlp("the cat sat on the mat . " * 2860)  # 20,020 tokens
+    assert len(doc) >= 20000
+    assert doc.tensor.shape == (len(doc), 32)
+    assert np.isfinite(doc.tensor).all()
+    assert (np.abs(doc.tensor).sum(axis=1) > 0).all()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "\n\n\t ", "x" * 10000, "control\x00\x07\x1b chars", "mixed 東京 русский 🙂 عربي text",
+     "a \u200b b", " leading and trailing "],
+)
+def test_awkward_input_gives_vectors(hf_bert_dir, text):
+    nlp = tiny_nlp(hf_bert_dir)
+    doc = nlp(text)
+    enc = doc._.bertfam["bert_encoder"]
+    assert doc.tensor.shape == (len(doc), 32)
+    assert np.isfinite(doc.tensor).all()
+    assert len(enc.token_lengths) == len(doc)
+    assert (enc.token_lengths >= 1).all()
+
+
+def test_batch_equals_single_docs(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir)
+    texts = ["the cat", "the dog ran on the river bank " * 20, "hello world", ""]
+    batched = [d.tensor for d in nlp.pipe(texts, batch_size=4)]
+    for text, vec in zip(texts, batched):
+        np.testing.assert_allclose(nlp(text).tensor, vec, atol=1e-5)
+
+
+def test_window_larger_than_positions_is_rejected(hf_bert_dir):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="window 65 exceeds the 64 positions"):
+        nlp.add_pipe("bert_encoder", config={"model": {**TINY_MODEL, "window": 65}})
+    with pytest.raises(ValueError, match="stride 63 must be between 1 and the window's 62"):
+        nlp.add_pipe("bert_encoder", config={"model": {**TINY_MODEL, "stride": 63}})

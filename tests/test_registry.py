@@ -1,0 +1,17 @@
+"""Registered names stay registered, and resolve through entry points alone."""
+import subprocess
+import sys
+
+REGISTERED = {
+    "architectures": ["spacy-bertfam.BertEncoder.v1"],
+    "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1"],
+    "factories": ["bert_encoder"],
+}
+
+
+def test_names_resolve_without_importing_the_package():
+    lines = ["from spacy.util import registry", "import sys"]
+    for reg, names in REGISTERED.items():
+        for name in names:
+            lines.append(f"registry.{reg}.get({name!r})")
+    subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True)

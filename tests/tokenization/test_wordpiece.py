@@ -1,0 +1,100 @@
+"""Our WordPiece tokenization equals Hugging Face's BertTokenizerFast, ids and offsets."""
+import random
+from typing import List
+
+import pytest
+
+from spacy_bertfam.tokenization import load_wordpiece, train_wordpiece, wordpiece_from_vocab
+
+
+def varied_strings() -> List[str]:
+    """Hand-picked hard cases plus seeded random mixtures: >= 200 strings."""
+    fixed = [
+        "", " ", "Hello, world!", "HELLO WORLD", "hello   world", "naïve café", "Ångström résumé",
+        "über Straße", "façade coöperate", "ﬁnancial ﬂow", "東京は日本の首都です。", "中文分词测试",
+        "한국어 텍스트", "日本語とEnglishのmix", "Emoji 🙂🚀👍🏽 here", "👨‍👩‍👧‍👦 family", "¡Hola! ¿Qué tal?",
+        "tab\tseparated\tvalues", "line\nbreaks\r\nhere", "control\x00chars\x07inside\x1b",
+        "zero\u200bwidth\u200djoiners", "non\u00a0breaking space", "soft\u00adhyphen", "right-to-left עברית",
+        "العربية نص", "Ελληνικά κείμενα", "Русский текст", "हिन्दी पाठ", "ภาษาไทย", "a" * 150,
+        "supercalifragilisticexpialidocious" * 4, "x" * 99, "x" * 100, "x" * 101,
+        "don't won't can't", "e.g. i.e. etc.", "$100.00 (USD) 50% #hashtag @user", "C++ & C# <html>",
+        "http://example.com/path?q=1&r=2", "3.14159 2,718 1e-10", "\u2603 \u2764 \u00a9 \u00ae \u2122",
+        "MiXeD CaSe WoRdS", "trailing space ", " leading space", "...!!!???", "—–-‒", "“quotes” ‘single’",
+        "\ufeffBOM at start", "e\u0301 combining accent", "Ç̈ stacked marks", "ｆｕｌｌｗｉｄｔｈ",
+    ]
+    rng = random.Random(0)
+    pool = (
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789     .,;:!?'\"()-_/\\"
+        "éèêëàâäôöûüçñßøåæÉÀÖÜ漢字日本語中文한국🙂🚀🎉\t\n\x01\x0b\u200b\u00a0"
+    )
+    words = ["the", "bank", "river", "running", "unbelievable", "tokenization", "café", "東京", "🙂"]
+    randoms = []
+    for _ in range(200):
+        if rng.random() < 0.5:
+            randoms.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 80))))
+        else:
+            randoms.append(" ".join(rng.choice(words + [rng.choice(pool) * 3]) for _ in range(rng.randint(1, 25))))
+    return fixed + randoms
+
+
+STRINGS = varied_strings()
+
+
+@pytest.fixture(scope="module")
+def reference(minilm_dir):
+    from transformers import BertTokenizerFast
+
+    ref = BertTokenizerFast(vocab_file=str(minilm_dir / "vocab.txt"), do_lower_case=True)
+    # A misconfigured reference could come back empty: check a known encoding first.
+    assert ref("hello world")["input_ids"] == [101, 7592, 2088, 102]
+    return ref
+
+
+@pytest.mark.parametrize("source", ["vocab.txt", "tokenizer.json"])
+def test_wordpiece_matches_bert_tokenizer_fast(minilm_dir, reference, source):
+    ours = (
+        wordpiece_from_vocab(minilm_dir / "vocab.txt", lowercase=True)
+        if source == "vocab.txt"
+        else load_wordpiece(minilm_dir)
+    )
+    assert len(STRINGS) >= 200
+    n_pieces = 0
+    for text in STRINGS:
+        ref = reference(text, return_offsets_mapping=True)
+        enc = ours.encode(text)
+        assert enc.ids.tolist() == ref["input_ids"], text
+        assert [tuple(o) for o in enc.offsets.tolist()] == [tuple(o) for o in ref["offset_mapping"]], text
+        n_pieces += len(enc.ids)
+    assert n_pieces > 3000  # the strings really produced pieces
+
+
+def test_wordpiece_pairs_match_reference(minilm_dir, reference):
+    ours = load_wordpiece(minilm_dir)
+    for a, b in zip(STRINGS[:60], STRINGS[60:120]):
+        ref = reference(a, b, return_offsets_mapping=True)
+        enc = ours.encode(a, b)
+        assert enc.ids.tolist() == ref["input_ids"]
+        assert enc.type_ids.tolist() == ref["token_type_ids"]
+
+
+def test_wordpiece_never_truncates(minilm_dir):
+    # MiniLM's tokenizer.json carries truncation at 128 pieces; we switch it off.
+    ours = load_wordpiece(minilm_dir)
+    assert len(ours.encode("word " * 1000).ids) == 1002
+
+
+def test_train_wordpiece_learns_vocabulary():
+    texts = ["the cat sat on the mat", "the dog ran to the river bank", "cats and dogs"] * 50
+    tok = train_wordpiece(texts, vocab_size=80, min_frequency=2)
+    assert tok.special_ids() == [0, 1, 2, 3, 4]
+    assert tok.piece_id("[PAD]") == 0
+    enc = tok.encode("the cat", "the dog")
+    assert enc.ids[0] == tok.piece_id("[CLS]") and enc.ids[-1] == tok.piece_id("[SEP]")
+    assert enc.type_ids.tolist().count(1) == 3  # "the dog [SEP]"
+    assert tok.tokenizer.token_to_id("the") is not None  # a frequent word is one piece
+    assert tok.n_pieces <= 80
+
+
+def test_unknown_piece_is_named(minilm_dir):
+    with pytest.raises(ValueError, match="no piece '<nope>'"):
+        load_wordpiece(minilm_dir).piece_id("<nope>")
