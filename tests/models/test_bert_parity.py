@@ -50,35 +50,31 @@ def _ours(directory):
     return model, ckpt.tokenizer
 
 
-def test_bert_parity_random_config_pairs_and_padding(hf_bert_dir):
-    model, tok = _ours(hf_bert_dir)
-    texts = ["the cat sat on the mat", "hello", "the dog ran on the river bank ok"]
-    pairs = ["hello world", "the cat", ""]
+def assert_parity(directory, texts, pairs=(), *, tolerance: float, n_layers: int):
+    """Every layer and the pooler of ours vs Hugging Face, on real positions only."""
+    model, tok = _ours(directory)
     ids, mask, types = padded_batch(tok, texts, pairs)
     assert mask.sum(1).min() < ids.shape[1]  # the batch really is padded
-    assert types.max() == 1  # and has two segments
-    ref, ref_pooled = _hf_hidden(hf_bert_dir, ids, mask, types)
+    ref, ref_pooled = _hf_hidden(directory, ids, mask, types)
     with torch.no_grad():
         out = model(ids, mask, types)
     errors = max_abs_masked(out.layers, ref, mask)
-    print("random-config max-abs per layer:", errors)
-    assert len(errors) == 4
-    assert max(errors) <= 1e-5, errors
-    assert float((out.pooled - ref_pooled).abs().max()) <= 1e-5
+    print(f"{directory.name} max-abs per layer:", errors)
+    assert len(errors) == n_layers
+    assert max(errors) <= tolerance, errors
+    assert float((out.pooled - ref_pooled).abs().max()) <= tolerance
+    return types
+
+
+def test_bert_parity_random_config_pairs_and_padding(hf_bert_dir):
+    texts = ["the cat sat on the mat", "hello", "the dog ran on the river bank ok"]
+    types = assert_parity(hf_bert_dir, texts, ["hello world", "the cat", ""], tolerance=1e-5, n_layers=4)
+    assert types.max() == 1  # two segments
 
 
 def test_bert_parity_minilm(minilm_dir):
-    model, tok = _ours(minilm_dir)
     assert len(VARIED_SENTENCES) >= 20
-    ids, mask, types = padded_batch(tok, VARIED_SENTENCES)
-    ref, ref_pooled = _hf_hidden(minilm_dir, ids, mask, types)
-    with torch.no_grad():
-        out = model(ids, mask, types)
-    errors = max_abs_masked(out.layers, ref, mask)
-    print("MiniLM max-abs per layer:", errors)
-    assert len(errors) == 7
-    assert max(errors) <= 1e-4, errors
-    assert float((out.pooled - ref_pooled).abs().max()) <= 1e-4
+    assert_parity(minilm_dir, VARIED_SENTENCES, tolerance=1e-4, n_layers=7)
 
 
 def test_bert_padding_invariance(minilm_dir):
