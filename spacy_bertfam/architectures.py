@@ -79,4 +79,5 @@ def bert_encoder_v1(
         suffix=["[SEP]"],
         unknown="[UNK]",
         padding_id=padding_id,
+        default_pooling="mean",
     )

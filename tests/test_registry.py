@@ -3,7 +3,11 @@ import subprocess
 import sys
 
 REGISTERED = {
-    "architectures": ["spacy-bertfam.BertEncoder.v1"],
+    "architectures": [
+        "spacy-bertfam.BertEncoder.v1",
+        "spacy-bertfam.EncoderListener.v1",
+        "spacy-bertfam.PooledEncoder.v1",
+    ],
     "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1"],
     "factories": ["bert_encoder"],
 }

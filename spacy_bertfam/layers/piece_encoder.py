@@ -42,6 +42,7 @@ def build_piece_encoder(
     suffix: Sequence[str],
     unknown: str,
     padding_id: int,
+    default_pooling: str,
 ) -> Model[List[Doc], List[DocEncoding]]:
     """Wrap a torch encoder (called as `encoder(ids, mask)` -> EncoderOutput).
 
@@ -50,6 +51,7 @@ def build_piece_encoder(
     window, stride, combine: see `tokenization.windows`.
     prefix, suffix: special pieces around every window (e.g. ["[CLS]"], ["[SEP]"]).
     unknown: the piece used for a doc whose tokens yield no piece.
+    default_pooling: how listeners pool a token's pieces unless told otherwise.
     """
     n_positions = getattr(encoder.config, "n_positions", window)
     if window > n_positions:
@@ -78,6 +80,7 @@ def build_piece_encoder(
             "suffix": list(suffix),
             "unknown": unknown,
             "padding_id": padding_id,
+            "default_pooling": default_pooling,
         },
     )
 

@@ -18,9 +18,10 @@ TINY_MODEL = {
 }
 
 
-def tiny_nlp(checkpoint, **model_overrides):
+def tiny_nlp(checkpoint, component=None, **model_overrides):
     nlp = spacy.blank("en")
-    nlp.add_pipe("bert_encoder", config={"model": {**TINY_MODEL, **model_overrides}})
+    config = {"model": {**TINY_MODEL, **model_overrides}, "store_all_layers": True, **(component or {})}
+    nlp.add_pipe("bert_encoder", config=config)
     nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(checkpoint))
     return nlp
 
@@ -57,6 +58,24 @@ def test_uninitialised_encoder_raises():
         nlp("the cat")
     with pytest.raises(ValueError, match="no weights to initialise from"):
         nlp.initialize()
+
+
+def test_only_layers_in_use_are_stored(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir, component={"store_all_layers": False, "tensor_layer": 1})
+    assert sorted(nlp("the cat")._.bertfam["bert_encoder"].layers) == [1]
+
+
+def test_vector_hooks_use_contextual_vectors(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir)
+    doc = nlp("the cat sat on the mat")
+    np.testing.assert_allclose(doc[1].vector, doc.tensor[1])
+    np.testing.assert_allclose(doc[1:3].vector, doc.tensor[1:3].mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(doc.vector, doc.tensor.mean(axis=0), rtol=1e-6)
+    a, b = doc.tensor[1], doc.tensor[5]
+    assert doc[1].similarity(doc[5]) == pytest.approx(float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)), rel=1e-5)
+    assert doc.similarity(nlp("the dog ran")) < 1.0
+    plain = tiny_nlp(hf_bert_dir, component={"user_hooks": False})("the cat")
+    assert "vector" not in plain.user_hooks
 
 
 def test_saved_pipeline_loads_without_checkpoint(tmp_path, hf_bert_dir):

@@ -1,0 +1,40 @@
+"""Pooling piece vectors into token vectors ("mean" | "first" | "last" piece)."""
+from typing import Callable, Tuple
+
+from thinc.api import Ops
+from thinc.types import Floats2d, Ints1d
+
+POOLINGS = ("mean", "first", "last")
+
+
+def check_pooling(pooling: str) -> str:
+    if pooling not in POOLINGS:
+        raise ValueError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}")
+    return pooling
+
+
+def pool_pieces(
+    ops: Ops, pieces: Floats2d, token_pieces: Ints1d, token_lengths: Ints1d, pooling: str
+) -> Tuple[Floats2d, Callable[[Floats2d], Floats2d]]:
+    """Token vectors (n_tokens, W) from piece vectors (n_pieces, W).
+
+    token_pieces, token_lengths: see `types.DocEncoding` (every length >= 1). A piece
+    shared by several tokens receives the sum of their gradients.
+    """
+    n_pieces, width = pieces.shape
+    if pooling == "mean":
+        rows = pieces[token_pieces]
+        pooled = ops.reduce_mean(rows, token_lengths)
+
+        def backprop_mean(d_pooled: Floats2d) -> Floats2d:
+            d_rows = ops.backprop_reduce_mean(d_pooled, token_lengths)
+            return ops.scatter_add(ops.alloc2f(n_pieces, width), token_pieces, d_rows)
+
+        return pooled, backprop_mean
+    ends = ops.xp.cumsum(token_lengths)
+    chosen = token_pieces[ends - token_lengths] if pooling == "first" else token_pieces[ends - 1]
+
+    def backprop_pick(d_pooled: Floats2d) -> Floats2d:
+        return ops.scatter_add(ops.alloc2f(n_pieces, width), chosen, d_pooled)
+
+    return pieces[chosen], backprop_pick

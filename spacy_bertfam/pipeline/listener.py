@@ -1,0 +1,140 @@
+"""`spacy-bertfam.EncoderListener.v1`: a downstream component's view of a shared encoder.
+
+During `nlp.update` the encoder component hands each listener the batch's outputs and
+a callback that accumulates gradients (`receive`); otherwise the listener reads what
+the encoder stored on the Docs. Either way the same pooler computes the token
+vectors, so training, prediction and frozen/annotating encoders agree.
+"""
+from typing import Callable, List, Optional, Tuple
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Model
+from thinc.types import Floats2d
+
+from ..layers.pooler import build_pooler
+from ..types import DocEncoding
+
+DOC_EXTENSION = "bertfam"
+
+
+class EncoderListener(Model):
+    """Receives an upstream encoder's outputs and pools/mixes them into token vectors."""
+
+    name = "encoder_listener"
+
+    def __init__(self, upstream_name: str, pooler: Model, grad_factor: float):
+        super().__init__(
+            self.name,
+            _forward,
+            layers=[pooler],
+            dims={"nO": pooler.get_dim("nO")},
+            attrs={"grad_factor": grad_factor, "upstream": None, "drop_upstream_outputs": False},
+        )
+        self.upstream_name = upstream_name
+        self._batch_id: Optional[int] = None
+        self._outputs: Optional[List[DocEncoding]] = None
+        self._backprop: Optional[Callable] = None
+
+    @property
+    def pooler(self) -> Model:
+        return self.layers[0]
+
+    @classmethod
+    def get_batch_id(cls, inputs: List[Doc]) -> int:
+        """Identify a batch by its tokens, as spaCy's Tok2VecListener does."""
+        return sum(sum(token.orth for token in doc) for doc in inputs)
+
+    def receive(self, batch_id: int, outputs: List[DocEncoding], backprop: Callable) -> None:
+        self._batch_id = batch_id
+        self._outputs = outputs
+        self._backprop = backprop
+
+    def verify_inputs(self, inputs: List[Doc]) -> None:
+        if self._batch_id is None and self._outputs is None:
+            raise ValueError(
+                "The encoder listener received no outputs: the encoder must run before "
+                "the listening component in the pipeline"
+            )
+        if self.get_batch_id(inputs) != self._batch_id:
+            raise ValueError(
+                f"The encoder listener got a different batch than its encoder "
+                f"({self.get_batch_id(inputs)} vs {self._batch_id}): the encoder and its "
+                "listeners must be updated on the same docs"
+            )
+
+
+def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
+    upstream = model.attrs["upstream"]
+    if upstream is None:
+        raise ValueError(
+            f"This listener (upstream '{model.upstream_name}') is not linked to any encoder "
+            "component: add an encoder before the listening component"
+        )
+    out = []
+    for doc in docs:
+        store = doc._.get(DOC_EXTENSION) or {}
+        if upstream not in store:
+            raise ValueError(
+                f"Doc has no outputs of the encoder '{upstream}'. If the encoder is frozen "
+                "during training, list it in [training] annotating_components too"
+            )
+        out.append(store[upstream])
+        if model.attrs["drop_upstream_outputs"]:
+            del store[upstream]
+    return out
+
+
+def _forward(model: EncoderListener, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    pooler = model.pooler
+    if is_train and model._batch_id is not None:
+        model.verify_inputs(docs)
+        vectors, backprop_pooler = pooler(model._outputs, is_train)
+        upstream_backprop = model._backprop
+        grad_factor = model.attrs["grad_factor"]
+
+        def backprop(d_vectors: List[Floats2d]) -> List[Doc]:
+            d_encodings = backprop_pooler(d_vectors)  # also fills the pooler's own gradients
+            if grad_factor != 0.0:
+                if grad_factor != 1.0:
+                    d_encodings = [{k: v * grad_factor for k, v in d.items()} for d in d_encodings]
+                upstream_backprop(d_encodings)
+            else:
+                upstream_backprop(None)  # no contribution, but the encoder still counts us
+            return docs
+
+        return vectors, backprop
+    # Prediction, or training with a frozen encoder that annotated the docs.
+    vectors, backprop_pooler = pooler(_stored(model, docs), is_train)
+
+    def backprop_frozen(d_vectors: List[Floats2d]) -> List[Doc]:
+        backprop_pooler(d_vectors)  # the listener's own weights (s, γ) still learn
+        return docs
+
+    return vectors, backprop_frozen
+
+
+@registry.architectures("spacy-bertfam.EncoderListener.v1")
+def encoder_listener_v1(
+    width: int,
+    upstream: str = "*",
+    pooling: Optional[str] = None,
+    layers: List[int] = [-1],
+    combine: str = "scalar_mix",
+    grad_factor: float = 1.0,
+) -> Model[List[Doc], List[Floats2d]]:
+    """Token vectors from a shared encoder component (bert_encoder, elmo_features, gpt_lm).
+
+    width (int): output width: the encoder's width, × len(layers) for "concat".
+    upstream (str): name of the encoder component, or "*" for any.
+    pooling (Optional[str]): "mean" | "first" | "last" piece of each token; null
+        uses the encoder family's default (mean for BERT, last piece for GPT).
+    layers (List[int]): layer outputs to use; 0 = embeddings, -1 = top.
+        [-4, -3, -2, -1] with combine "concat" is BERT's feature-based setup.
+    combine (str): "scalar_mix" (ELMo's learned γ·Σ softmax(s)_k h_k), "concat" or
+        "mean"; irrelevant with one layer.
+    grad_factor (float): scales the gradient sent to the encoder; 0 keeps it fixed.
+    """
+    return EncoderListener(
+        upstream, build_pooler(width=width, pooling=pooling, layers=layers, combine=combine), grad_factor
+    )
