@@ -17,9 +17,12 @@ from typing import Callable, Union
 from spacy.util import registry
 from thinc.api import Model
 
+import torch
+
 from .convert import Checkpoint, CheckpointError, load_state, read_checkpoint
 from .layers import torch_encoder
 from .pretrained import pretrained_path
+from .tokenization import PieceTokenizer, load_wordpiece, wordpiece_from_vocab
 
 logger = logging.getLogger("spacy_bertfam")
 
@@ -78,5 +81,43 @@ def pretrained_loader(name: str = "all-MiniLM-L6-v2") -> EncoderLoader:
 
     def load(model: Model) -> None:
         load_checkpoint_into(model, read_checkpoint(pretrained_path(name)))
+
+    return load
+
+
+def load_tokenizer(path: Union[str, Path], *, lowercase: bool = True) -> PieceTokenizer:
+    """A tokenizer from a `tokenizer.json`, a WordPiece `vocab.txt`, or a directory of either."""
+    path = Path(path)
+    if path.is_dir():
+        return load_wordpiece(path)
+    if path.suffix == ".json":
+        return PieceTokenizer.from_file(str(path))
+    return wordpiece_from_vocab(path, lowercase=lowercase)
+
+
+@registry.misc("spacy-bertfam.RandomInit.v1")
+def random_init(vocab: Union[str, Path], lowercase: bool = True, seed: int = 0) -> EncoderLoader:
+    """Random weights with a given vocabulary: for smoke runs and training from scratch.
+
+    vocab (Path): `tokenizer.json`, WordPiece `vocab.txt`, or a directory holding one.
+    lowercase (bool): for a `vocab.txt`: the vocabulary is uncased.
+    seed (int): torch seed for the initial weights.
+    """
+
+    def load(model: Model) -> None:
+        tokenizer = load_tokenizer(vocab, lowercase=lowercase)
+        module = torch_encoder(model)
+        if tokenizer.n_pieces != module.config.n_pieces:
+            raise CheckpointError(
+                f"The vocabulary {vocab} has {tokenizer.n_pieces} pieces but the encoder is "
+                f"configured for n_pieces = {module.config.n_pieces}; make them agree"
+            )
+        torch.manual_seed(seed)
+        module.reset_parameters()
+        model.attrs["tokenizer"] = tokenizer
+        model.attrs["source"] = f"random (seed {seed})"
+        logger.warning(
+            "%s encoder randomly initialised (seed %d), vocabulary from %s", model.attrs["family"], seed, vocab
+        )
 
     return load

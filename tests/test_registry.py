@@ -8,7 +8,8 @@ REGISTERED = {
         "spacy-bertfam.EncoderListener.v1",
         "spacy-bertfam.PooledEncoder.v1",
     ],
-    "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1"],
+    "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1",
+             "spacy-bertfam.RandomInit.v1"],
     "factories": ["bert_encoder"],
 }
 

@@ -27,14 +27,21 @@ def pool_pieces(
         pooled = ops.reduce_mean(rows, token_lengths)
 
         def backprop_mean(d_pooled: Floats2d) -> Floats2d:
-            d_rows = ops.backprop_reduce_mean(d_pooled, token_lengths)
-            return ops.scatter_add(ops.alloc2f(n_pieces, width), token_pieces, d_rows)
+            d_rows = ops.backprop_reduce_mean(ops.xp.ascontiguousarray(d_pooled), token_lengths)
+            return _scatter(ops, (n_pieces, width), token_pieces, d_rows)
 
         return pooled, backprop_mean
     ends = ops.xp.cumsum(token_lengths)
     chosen = token_pieces[ends - token_lengths] if pooling == "first" else token_pieces[ends - 1]
 
     def backprop_pick(d_pooled: Floats2d) -> Floats2d:
-        return ops.scatter_add(ops.alloc2f(n_pieces, width), chosen, d_pooled)
+        return _scatter(ops, (n_pieces, width), chosen, d_pooled)
 
     return pieces[chosen], backprop_pick
+
+
+def _scatter(ops: Ops, shape: Tuple[int, int], indices: Ints1d, rows: Floats2d) -> Floats2d:
+    """Sum `rows` into a zero table at `indices` (repeated indices accumulate)."""
+    table = ops.alloc2f(*shape)
+    ops.scatter_add(table, indices, rows)
+    return table

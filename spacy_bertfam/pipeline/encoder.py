@@ -132,6 +132,7 @@ class EncoderComponent(TrainablePipe):
             where=f"the listener of '{component_name}' on '{self.name}'",
         )
         listener.attrs["upstream"] = self.name
+        listener._initializing = False  # spaCy relinks after initialising every component
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)

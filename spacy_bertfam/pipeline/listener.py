@@ -12,7 +12,7 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..layers.pooler import build_pooler
+from ..layers.pooler import build_pooler, pooler_layers
 from ..types import DocEncoding
 
 DOC_EXTENSION = "bertfam"
@@ -35,6 +35,14 @@ class EncoderListener(Model):
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[DocEncoding]] = None
         self._backprop: Optional[Callable] = None
+        # True from `initialize` until spaCy relinks the pipeline's listeners at the
+        # end of nlp.initialize: it initialises a listening component by predicting
+        # on docs the encoder has not seen, so only then zeros stand in.
+        self._initializing = False
+
+    def initialize(self, X=None, Y=None) -> "EncoderListener":
+        self._initializing = True
+        return super().initialize(X, Y)
 
     @property
     def pooler(self) -> Model:
@@ -74,6 +82,9 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
     out = []
     for doc in docs:
         store = doc._.get(DOC_EXTENSION) or {}
+        if upstream not in store and model._initializing:
+            out.append(_placeholder(model, doc))
+            continue
         if upstream not in store:
             raise ValueError(
                 f"Doc has no outputs of the encoder '{upstream}'. If the encoder is frozen "
@@ -83,6 +94,19 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
         if model.attrs["drop_upstream_outputs"]:
             del store[upstream]
     return out
+
+
+def _placeholder(model: EncoderListener, doc: Doc) -> DocEncoding:
+    """Zero outputs of the right shape, for shape inference at initialisation only."""
+    n = len(doc)
+    pooler = model.pooler
+    width = pooler.get_dim("nO") // (len(pooler.attrs["layers"]) if pooler.attrs["combine"] == "concat" else 1)
+    zeros = model.ops.alloc2f(max(n, 1), width)
+    return DocEncoding(
+        layers={layer: zeros for layer in pooler_layers(pooler)},
+        token_lengths=model.ops.xp.ones(n, dtype="int64"),
+        token_pieces=model.ops.xp.arange(n, dtype="int64"),
+    )
 
 
 def _forward(model: EncoderListener, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:

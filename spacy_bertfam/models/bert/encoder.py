@@ -49,6 +49,10 @@ class BertEncoder(nn.Module):
             for _ in range(config.n_layers)
         )
         self.pooler = nn.Linear(config.hidden_width, config.hidden_width)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Fresh random weights (BERT's initialisation), e.g. to train from scratch."""
         self.apply(_init_weights)
 
     def forward(

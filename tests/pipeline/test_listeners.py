@@ -1,0 +1,118 @@
+"""Listeners on a shared encoder: gradients, frozen encoders, replace_listeners, saving."""
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.util import load_model_from_config
+
+from spacy_bertfam.layers import torch_encoder
+
+from .pipelines import build, examples, predictions
+
+
+def encoder_weights(nlp):
+    return {k: v.detach().clone() for k, v in torch_encoder(nlp.get_pipe("bert_encoder").model).state_dict().items()}
+
+
+def changed(before, after):
+    return [k for k in before if not torch.equal(before[k], after[k])]
+
+
+def train(nlp, steps=6, **update_kwargs):
+    optimizer = nlp.create_optimizer()
+    losses = {}
+    for _ in range(steps):
+        nlp.update(examples(nlp), sgd=optimizer, losses=losses, **update_kwargs)
+    return losses
+
+
+def mix_weights(nlp, component):
+    pooler = next(n for n in nlp.get_pipe(component).model.walk() if n.name == "encoder_pooler")
+    return pooler.get_param("mix_weights").copy()
+
+
+def test_listeners_backprop_into_encoder_and_learn_own_mix(hf_bert_dir):
+    mix = {"layers": [1, 2, 3], "combine": "scalar_mix"}
+    nlp = build(hf_bert_dir, ner=mix, textcat=mix)
+    encoder = nlp.get_pipe("bert_encoder")
+    assert encoder.listening_components == ["ner", "textcat"]
+    before = encoder_weights(nlp)
+    losses = train(nlp)
+    assert losses["ner"] > 0 and losses["textcat"] > 0 and losses["bert_encoder"] > 0
+    # Everything but the [CLS] pooler, which no listener reads, has learned.
+    assert sorted(set(before) - set(changed(before, encoder_weights(nlp)))) == ["pooler.bias", "pooler.weight"]
+    ner_mix, textcat_mix = mix_weights(nlp, "ner"), mix_weights(nlp, "textcat")
+    assert np.abs(ner_mix).max() > 1e-4 and np.abs(textcat_mix).max() > 1e-4  # both learned
+    assert np.abs(ner_mix - textcat_mix).max() > 1e-4  # and learned different weights
+
+
+def test_grad_factor_zero_keeps_encoder_fixed(hf_bert_dir):
+    nlp = build(hf_bert_dir, ner={"grad_factor": 0.0})
+    before = encoder_weights(nlp)
+    losses = train(nlp, steps=3)
+    assert losses["ner"] > 0
+    assert changed(before, encoder_weights(nlp)) == []
+
+
+def test_frozen_annotating_encoder_with_concat_of_last_four_layers(hf_bert_dir):
+    concat = {"width": 128, "layers": [-4, -3, -2, -1], "combine": "concat"}
+    nlp = build(hf_bert_dir, ner=concat, textcat={"layers": [-2, -1]})
+    before = encoder_weights(nlp)
+    ner_before = nlp.get_pipe("ner").model.to_bytes()
+    losses = train(nlp, exclude=["bert_encoder"], annotates=["bert_encoder"])
+    assert changed(before, encoder_weights(nlp)) == []
+    assert nlp.get_pipe("ner").model.to_bytes() != ner_before  # the head still trains
+    assert losses["ner"] > 0
+    doc = nlp("the cat sat on the mat")
+    assert sorted(doc._.bertfam["bert_encoder"].layers) == [0, 1, 2, 3]
+
+
+def test_listener_width_mismatch_is_explained(hf_bert_dir):
+    with pytest.raises(ValueError, match="width 32 does not match.*give 64; set width = 64"):
+        build(hf_bert_dir, ner={"layers": [-2, -1], "combine": "concat"})
+
+
+def test_replace_listeners_gives_identical_predictions(hf_bert_dir, tmp_path):
+    nlp = build(hf_bert_dir, ner={"layers": [1, 2, 3]}, textcat={"layers": [-2, -1], "pooling": "first"})
+    train(nlp, steps=4)
+    want = predictions(nlp)
+    nlp.replace_listeners("bert_encoder", "ner", ["model.tok2vec"])
+    nlp.replace_listeners("bert_encoder", "textcat", ["model.tok2vec"])
+    assert nlp.get_pipe("bert_encoder").listening_components == []
+    got = predictions(nlp)
+    assert [e for e, _ in got] == [e for e, _ in want]
+    for (_, a), (_, b) in zip(got, want):
+        assert a == pytest.approx(b, abs=1e-5)
+    # The replaced pipeline, with its own encoder copies, saves and loads.
+    nlp.remove_pipe("bert_encoder")
+    nlp.to_disk(tmp_path / "replaced")
+    again = spacy.load(tmp_path / "replaced")
+    for (ents, cats), (want_ents, want_cats) in zip(predictions(again), want):
+        assert ents == want_ents and cats == pytest.approx(want_cats, abs=1e-5)
+
+
+def test_disk_and_bytes_round_trips(hf_bert_dir, tmp_path):
+    nlp = build(hf_bert_dir, ner={"layers": [1, 2, 3]}, textcat={"layers": [-1]})
+    train(nlp, steps=4)
+    want = predictions(nlp)
+    nlp.to_disk(tmp_path / "pipeline")
+    from_disk = spacy.load(tmp_path / "pipeline")
+    from_bytes = load_model_from_config(nlp.config, auto_fill=True)
+    from_bytes.from_bytes(nlp.to_bytes())
+    for other in (from_disk, from_bytes):
+        for (ents, cats), (want_ents, want_cats) in zip(predictions(other), want):
+            assert ents == want_ents and cats == pytest.approx(want_cats, abs=1e-5)
+
+
+def test_drop_outputs_after_last_listener(hf_bert_dir):
+    nlp = build(hf_bert_dir, textcat={}, encoder={"drop_outputs": True})
+    doc = nlp("the cat sat")
+    assert "bert_encoder" not in doc._.bertfam
+    assert doc.tensor.shape == (3, 32)  # doc.tensor is kept
+
+
+def test_listener_needs_encoder_outputs(hf_bert_dir):
+    nlp = build(hf_bert_dir)
+    with nlp.select_pipes(disable=["bert_encoder"]):
+        with pytest.raises(ValueError, match="Doc has no outputs of the encoder 'bert_encoder'"):
+            nlp("the cat")
