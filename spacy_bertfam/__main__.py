@@ -1,6 +1,7 @@
 """Command line: `python -m spacy_bertfam {download,demo}`."""
 import argparse
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 
@@ -13,6 +14,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     dl.add_argument("name", choices=sorted(PACKAGED))
     dl.add_argument("--force", action="store_true", help="reinstall even if present")
     sub.add_parser("demo", help="contextual similarities with MiniLM in our BERT")
+    init = sub.add_parser("init-encoder", help="save a pipeline holding an initialised bert_encoder")
+    init.add_argument("output")
+    source = init.add_mutually_exclusive_group()
+    source.add_argument("--pretrained", default="all-MiniLM-L6-v2", help="packaged model name")
+    source.add_argument("--checkpoint", help="checkpoint directory (ours or Hugging Face BERT)")
+    ner = sub.add_parser("convert-ner", help="CoNLL token/tag file -> .spacy (tab-only lines break sentences)")
+    ner.add_argument("input")
+    ner.add_argument("output")
+    cat = sub.add_parser("convert-textcat", help="text,category CSV -> train.spacy + dev.spacy")
+    cat.add_argument("input")
+    cat.add_argument("output_dir")
+    cat.add_argument("--heldout", type=float, default=0.1, help="fraction held out as dev")
+    cat.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.command == "download":
         from .pretrained import download
@@ -22,7 +36,54 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .demo import run
 
         print(run())
+    elif args.command == "init-encoder":
+        _init_encoder(args.output, args.pretrained, args.checkpoint)
+    elif args.command == "convert-ner":
+        _convert_ner(args.input, args.output)
+    elif args.command == "convert-textcat":
+        _convert_textcat(args.input, args.output_dir, args.heldout, args.seed)
     return 0
+
+
+def _init_encoder(output: str, pretrained: str, checkpoint: Optional[str]) -> None:
+    import spacy
+
+    from .loaders import checkpoint_loader, pretrained_loader
+
+    nlp = spacy.blank("en")
+    encoder = nlp.add_pipe("bert_encoder")
+    loader = checkpoint_loader(checkpoint) if checkpoint else pretrained_loader(pretrained)
+    encoder.initialize(lambda: [], nlp=nlp, encoder_loader=loader)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    nlp.to_disk(output)
+    print(f"Saved a pipeline with an initialised bert_encoder to {output}")
+
+
+def _convert_ner(input_path: str, output_path: str) -> None:
+    import spacy
+    from spacy.tokens import DocBin
+
+    from .corpora import read_conll_ner
+
+    docs = read_conll_ner(input_path, spacy.blank("en").vocab)
+    DocBin(docs=docs).to_disk(output_path)
+    n_ents = sum(len(d.ents) for d in docs)
+    print(f"{output_path}: {len(docs)} sentences, {n_ents} entities")
+
+
+def _convert_textcat(input_path: str, output_dir: str, heldout: float, seed: int) -> None:
+    import spacy
+    from spacy.tokens import DocBin
+
+    from .corpora import read_textcat_csv, split_heldout
+
+    docs = read_textcat_csv(input_path, spacy.blank("en"))
+    train, dev = split_heldout(docs, heldout, seed)
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    DocBin(docs=train, store_user_data=False).to_disk(out / "train.spacy")
+    DocBin(docs=dev, store_user_data=False).to_disk(out / "dev.spacy")
+    print(f"{out}: train {len(train)}, dev {len(dev)} docs, {len(docs[0].cats) if docs else 0} labels")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+"""CoNLL-style NER files: one `token<TAB or space>tag` a line, sentences apart.
+
+Written because `spacy convert -c ner` does not treat a line holding only a tab as
+a sentence break: in WNUT-17 most breaks are such lines, and it silently glues
+tweets together. Here any blank or whitespace-only line ends a sentence, and
+`-DOCSTART-` lines are skipped. IOB1 tags (an I- opening an entity, as in
+wikigold) are read as BIO.
+"""
+from pathlib import Path
+from typing import Iterator, List, Tuple, Union
+
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+
+
+def _sentences(path: Path) -> Iterator[List[Tuple[str, str, int]]]:
+    sentence: List[Tuple[str, str, int]] = []
+    with path.open(encoding="utf8") as f:
+        for number, line in enumerate(f, start=1):
+            stripped = line.strip()
+            if not stripped:
+                if sentence:
+                    yield sentence
+                sentence = []
+                continue
+            if stripped.startswith("-DOCSTART-"):
+                continue
+            parts = stripped.split()
+            if len(parts) < 2:
+                raise ValueError(f"{path}:{number}: expected 'token tag', found {line.rstrip()!r}")
+            sentence.append((parts[0], parts[-1], number))
+    if sentence:
+        yield sentence
+
+
+def _bio(tags: List[str], path: Path, numbers: List[int]) -> List[str]:
+    """Turn IOB1 into BIO: an I- tag that does not continue its type becomes B-."""
+    out = []
+    previous = "O"
+    for tag, number in zip(tags, numbers):
+        if tag != "O" and not tag.startswith(("B-", "I-")):
+            raise ValueError(f"{path}:{number}: tag {tag!r} is not O, B-TYPE or I-TYPE")
+        if tag.startswith("I-") and previous[2:] != tag[2:]:
+            tag = "B-" + tag[2:]
+        out.append(tag)
+        previous = tag
+    return out
+
+
+def read_conll_ner(path: Union[str, Path], vocab: Vocab) -> List[Doc]:
+    """One Doc per sentence, entities set from the tags."""
+    path = Path(path)
+    docs = []
+    for sentence in _sentences(path):
+        words = [w for w, _, _ in sentence]
+        numbers = [n for _, _, n in sentence]
+        tags = _bio([t for _, t, _ in sentence], path, numbers)
+        docs.append(Doc(vocab, words=words, spaces=[True] * (len(words) - 1) + [False], ents=tags))
+    return docs

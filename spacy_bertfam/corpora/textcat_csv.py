@@ -1,0 +1,40 @@
+"""Text classification CSV files (`text,category`), e.g. Banking77, as exclusive classes."""
+import csv
+import random
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc
+
+
+def read_textcat_csv(
+    path: Union[str, Path], nlp: Language, *, labels: Optional[Sequence[str]] = None
+) -> List[Doc]:
+    """One Doc per row with `doc.cats` one-hot over `labels` (default: those in the file)."""
+    path = Path(path)
+    with path.open(encoding="utf8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if rows and not {"text", "category"} <= set(rows[0]):
+        raise ValueError(f"{path}: expected the columns 'text' and 'category', found {list(rows[0])}")
+    labels = sorted({r["category"] for r in rows}) if labels is None else list(labels)
+    known = set(labels)
+    docs = []
+    for number, row in enumerate(rows, start=2):
+        if row["category"] not in known:
+            raise ValueError(f"{path}:{number}: unknown category {row['category']!r}")
+        doc = nlp.make_doc(row["text"])
+        doc.cats = {label: float(label == row["category"]) for label in labels}
+        docs.append(doc)
+    return docs
+
+
+def split_heldout(docs: List[Doc], fraction: float, seed: int) -> Tuple[List[Doc], List[Doc]]:
+    """(train, held-out): a seeded random `fraction` of the docs is held out."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"The held-out fraction must be between 0 and 1, got {fraction}")
+    order = list(range(len(docs)))
+    random.Random(seed).shuffle(order)
+    n_heldout = round(len(docs) * fraction)
+    heldout = set(order[:n_heldout])
+    return [d for i, d in enumerate(docs) if i not in heldout], [docs[i] for i in sorted(heldout)]

@@ -1,0 +1,68 @@
+"""Corpus converters: counts on the real files, and the format rules on small ones."""
+import subprocess
+import sys
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_bertfam.corpora import read_conll_ner, read_textcat_csv, split_heldout
+
+from ..conftest import SHARED_DATA
+
+WNUT = SHARED_DATA / "ner" / "wnut17"
+
+
+def test_wnut17_sentence_and_entity_counts():
+    vocab = spacy.blank("en").vocab
+    train = read_conll_ner(WNUT / "wnut17train.conll", vocab)
+    dev = read_conll_ner(WNUT / "emerging.dev.conll", vocab)
+    assert (len(train), sum(len(d.ents) for d in train)) == (3394, 1975)
+    assert (len(dev), sum(len(d.ents) for d in dev)) == (1009, 836)
+    assert {e.label_ for d in train for e in d.ents} == {
+        "person", "location", "group", "corporation", "product", "creative-work"}
+
+
+def test_tab_only_lines_break_sentences(tmp_path):
+    path = tmp_path / "x.conll"
+    path.write_text("Empire\tB-location\nState\tI-location\n\t\nhello\tO\n \nworld\tO\n", encoding="utf8")
+    docs = read_conll_ner(path, spacy.blank("en").vocab)
+    assert [d.text for d in docs] == ["Empire State", "hello", "world"]
+    assert [(e.text, e.label_) for e in docs[0].ents] == [("Empire State", "location")]
+
+
+def test_iob1_and_docstart(tmp_path):
+    path = tmp_path / "x.conll"
+    path.write_text("-DOCSTART- O\n\nJohn I-PER\nSmith I-PER\nin O\nParis I-LOC\nI-LOC B-LOC\n", encoding="utf8")
+    (doc,) = read_conll_ner(path, spacy.blank("en").vocab)
+    assert [(e.text, e.label_) for e in doc.ents] == [("John Smith", "PER"), ("Paris", "LOC"), ("I-LOC", "LOC")]
+
+
+def test_bad_lines_are_named(tmp_path):
+    path = tmp_path / "x.conll"
+    path.write_text("ok O\nlonely\n", encoding="utf8")
+    with pytest.raises(ValueError, match=r"x.conll:2: expected 'token tag', found 'lonely'"):
+        read_conll_ner(path, spacy.blank("en").vocab)
+    path.write_text("ok X-PER\n", encoding="utf8")
+    with pytest.raises(ValueError, match=r"x.conll:1: tag 'X-PER' is not O, B-TYPE or I-TYPE"):
+        read_conll_ner(path, spacy.blank("en").vocab)
+
+
+def test_banking77_split():
+    nlp = spacy.blank("en")
+    docs = read_textcat_csv(SHARED_DATA / "textcat" / "banking77" / "train.csv", nlp)
+    assert len(docs) == 10003 and len(docs[0].cats) == 77
+    assert all(sum(d.cats.values()) == 1.0 for d in docs)
+    train, dev = split_heldout(docs, 0.1, seed=0)
+    assert (len(train), len(dev)) == (9003, 1000)
+    again, _ = split_heldout(docs, 0.1, seed=0)
+    assert [d.text for d in again] == [d.text for d in train]
+    assert not {d.text for d in dev} <= {d.text for d in train}
+
+
+def test_convert_command_writes_docbins(tmp_path):
+    out = tmp_path / "dev.spacy"
+    subprocess.run([sys.executable, "-m", "spacy_bertfam", "convert-ner",
+                    str(WNUT / "emerging.dev.conll"), str(out)], check=True, capture_output=True)
+    docs = list(DocBin().from_disk(out).get_docs(spacy.blank("en").vocab))
+    assert len(docs) == 1009
