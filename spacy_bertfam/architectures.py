@@ -29,6 +29,7 @@ def bert_encoder_v1(
     padding_id: int = 0,
     window: int = 128,
     stride: int = 96,
+    batch_pieces: int = 4096,
 ) -> Model[List[Doc], List[DocEncoding]]:
     """A BERT encoder over Docs: WordPiece pieces, windows, every layer's output.
 
@@ -52,6 +53,8 @@ def bert_encoder_v1(
     window (int): pieces per window, [CLS] and [SEP] included; at most n_positions.
         Shorter windows are faster; 128 covers most sentences in one window.
     stride (int): pieces between window starts; overlapping positions are averaged.
+    batch_pieces (int): most padded positions per encoder call; windows are run in
+        chunks of similar length, so larger batches waste less on padding.
     """
     config = BertConfig(
         n_pieces=n_pieces,
@@ -80,4 +83,5 @@ def bert_encoder_v1(
         unknown="[UNK]",
         padding_id=padding_id,
         default_pooling="mean",
+        batch_pieces=batch_pieces,
     )

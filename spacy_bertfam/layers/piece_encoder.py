@@ -43,6 +43,7 @@ def build_piece_encoder(
     unknown: str,
     padding_id: int,
     default_pooling: str,
+    batch_pieces: int,
 ) -> Model[List[Doc], List[DocEncoding]]:
     """Wrap a torch encoder (called as `encoder(ids, mask)` -> EncoderOutput).
 
@@ -52,6 +53,7 @@ def build_piece_encoder(
     prefix, suffix: special pieces around every window (e.g. ["[CLS]"], ["[SEP]"]).
     unknown: the piece used for a doc whose tokens yield no piece.
     default_pooling: how listeners pool a token's pieces unless told otherwise.
+    batch_pieces: padded positions per encoder call (see `tokenization.windows`).
     """
     n_positions = getattr(encoder.config, "n_positions", window)
     if window > n_positions:
@@ -81,6 +83,7 @@ def build_piece_encoder(
             "unknown": unknown,
             "padding_id": padding_id,
             "default_pooling": default_pooling,
+            "batch_pieces": batch_pieces,
         },
     )
 
@@ -126,6 +129,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
         suffix=[tokenizer.piece_id(p) for p in model.attrs["suffix"]],
         padding_id=model.attrs["padding_id"],
         combine=model.attrs["combine"],
+        batch_pieces=model.attrs["batch_pieces"],
     )
     layer_ids = requested_layers(model)
     shim: PyTorchShim = model.shims[0]
@@ -154,6 +158,7 @@ def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device) -> ArgsKwargs:
         args=(
             to_torch(plan.ids),
             to_torch(plan.mask),
+            [(to_torch(windows), length) for windows, length in plan.chunks],
             to_torch(plan.source),
             to_torch(plan.target),
             to_torch(plan.weight),

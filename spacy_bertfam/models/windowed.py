@@ -1,5 +1,5 @@
 """Run an encoder over a batch of windows and gather the outputs per document piece."""
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -23,22 +23,31 @@ class WindowedEncoder(nn.Module):
         self,
         ids: torch.Tensor,
         mask: torch.Tensor,
+        chunks: Sequence[Tuple[torch.Tensor, int]],
         source: torch.Tensor,
         target: torch.Tensor,
         weight: torch.Tensor,
         n_out: int,
         layers: Optional[Sequence[int]] = None,
     ) -> List[torch.Tensor]:
-        """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)]."""
+        """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)].
+
+        chunks: (window indices, length) per encoder call; `source` indexes the
+        chunks' outputs flattened to (positions, W) and concatenated in order.
+        """
         if ids.shape[0] == 0:
             # No doc in the batch has a piece: every requested layer is empty.
             count = self.encoder.config.n_layers + 1 if layers is None else len(layers)
             param = next(self.encoder.parameters())
             return [param.new_zeros((n_out, self.encoder.config.hidden_width))] * count
-        out = self.encoder(ids, mask)
-        chosen = out.layers if layers is None else [out.layers[i] for i in layers]
+        per_chunk = []
+        for windows, length in chunks:
+            out = self.encoder(ids[windows, :length], mask[windows, :length])
+            chosen = out.layers if layers is None else [out.layers[i] for i in layers]
+            per_chunk.append([layer.reshape(-1, layer.shape[-1]) for layer in chosen])
         result = []
-        for layer in chosen:
-            flat = layer.reshape(-1, layer.shape[-1])[source] * weight[:, None].to(layer.dtype)
-            result.append(flat.new_zeros((n_out, flat.shape[-1])).index_add(0, target, flat))
+        for parts in zip(*per_chunk):
+            flat = torch.cat(parts) if len(parts) > 1 else parts[0]
+            picked = flat[source] * weight[:, None].to(flat.dtype)
+            result.append(picked.new_zeros((n_out, picked.shape[-1])).index_add(0, target, picked))
         return result

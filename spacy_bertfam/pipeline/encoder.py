@@ -21,7 +21,7 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from spacy.util import minibatch, registry
+from spacy.util import registry
 from spacy.vocab import Vocab
 from thinc.api import Model, chain, set_dropout_rate
 
@@ -197,16 +197,20 @@ class EncoderComponent(TrainablePipe):
         return vectors
 
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        """Encode docs sorted by length within a read-ahead buffer; yield in input order."""
+        """Encode docs sorted by length within a read-ahead buffer; yield in input order.
+
+        The buffer holds `batch_size × sort_batches` docs; it is encoded in groups of
+        about the model's `batch_pieces` tokens, so small batches of short texts do
+        not each pay a separate encoder call.
+        """
         error_handler = self.get_error_handler()
+        budget = self.model.attrs.get("batch_pieces", 4096)
         stream = iter(stream)
         while True:
             buffer = list(islice(stream, batch_size * self.cfg["sort_batches"]))
             if not buffer:
                 return
-            order = sorted(range(len(buffer)), key=lambda i: len(buffer[i]))
-            for indices in minibatch(order, size=batch_size):
-                docs = [buffer[i] for i in indices]
+            for docs in _groups_by_tokens(sorted(buffer, key=len), budget):
                 try:
                     self.set_annotations(docs, self.predict(docs))
                 except Exception as e:
@@ -280,6 +284,19 @@ class EncoderComponent(TrainablePipe):
             )
         self.model.initialize()
         self._sync()
+
+
+def _groups_by_tokens(docs: List[Doc], budget: int) -> Iterator[List[Doc]]:
+    group: List[Doc] = []
+    tokens = 0
+    for doc in docs:
+        if group and tokens + len(doc) > budget:
+            yield group
+            group, tokens = [], 0
+        group.append(doc)
+        tokens += len(doc)
+    if group:
+        yield group
 
 
 def _replace_listener(encoder_copy: Model, listener: EncoderListener, component: EncoderComponent) -> Model:

@@ -9,6 +9,10 @@ overlapping windows combine is a family rule:
   gets the average of their outputs (so its gradient is split evenly among them);
 - "most_left_context" (causal decoders such as GPT): a position takes the output of
   the window in which it has the most left context.
+
+Windows are run in chunks of similar length (sorted, then cut where a chunk would
+exceed `batch_pieces` padded positions or carry much padding), so a batch of short
+and long texts does not pay for padding every short one to the longest.
 """
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
@@ -24,7 +28,10 @@ class WindowPlan:
 
     ids: (n_windows, T) piece ids with special pieces, padded with `padding_id`.
     mask: (n_windows, T) True for real positions.
-    source: (n,) flat index into ids.ravel() of each window position that feeds an output.
+    chunks: (window indices, length) of each encoder call: the windows' rows of
+        `ids`, cut to `length` columns.
+    source: (n,) row, in the chunks' outputs flattened and concatenated in order,
+        of each window position that feeds an output.
     target: (n,) row of the output (concatenated doc pieces) that it feeds.
     weight: (n,) its weight in that row (1/coverage for "mean", 1 for the chosen window).
     n_out: total number of doc pieces (output rows).
@@ -33,6 +40,7 @@ class WindowPlan:
 
     ids: np.ndarray
     mask: np.ndarray
+    chunks: List[Tuple[np.ndarray, int]]
     source: np.ndarray
     target: np.ndarray
     weight: np.ndarray
@@ -63,6 +71,7 @@ def plan_windows(
     suffix: Sequence[int],
     padding_id: int,
     combine: str = "mean",
+    batch_pieces: int = 4096,
 ) -> WindowPlan:
     """Lay out the windows of every doc's piece ids (special pieces excluded).
 
@@ -70,6 +79,8 @@ def plan_windows(
     stride (int): pieces between window starts; 1 <= stride <= window - len(prefix + suffix).
     prefix, suffix: special pieces around each window ([CLS] / [SEP] for BERT).
     combine (str): "mean" or "most_left_context", see the module docstring.
+    batch_pieces (int): at most this many padded positions per encoder call (a
+        window longer than that still runs, alone).
     """
     content = window - len(prefix) - len(suffix)
     if content < 1:
@@ -94,13 +105,23 @@ def plan_windows(
     n_windows = len(spans)
     out_ids = np.full((n_windows, width), padding_id, dtype=np.int64)
     mask = np.zeros((n_windows, width), dtype=bool)
-    sources, targets, lefts = [], [], []
+    lengths = np.zeros(n_windows, dtype=np.int64)
     for w, (d, s, e) in enumerate(spans):
-        n = e - s
         row = np.concatenate([prefix, docs[d][s:e], suffix]).astype(np.int64)
         out_ids[w, : len(row)] = row
         mask[w, : len(row)] = True
-        sources.append(w * width + len(prefix) + np.arange(n))
+        lengths[w] = len(row)
+    chunks = _chunks(lengths, batch_pieces)
+    # Row of window w's first position in the concatenated, flattened chunk outputs.
+    row_start = np.zeros(n_windows, dtype=np.int64)
+    offset = 0
+    for windows, length in chunks:
+        row_start[windows] = offset + np.arange(len(windows)) * length
+        offset += len(windows) * length
+    sources, targets, lefts = [], [], []
+    for w, (d, s, e) in enumerate(spans):
+        n = e - s
+        sources.append(row_start[w] + len(prefix) + np.arange(n))
         targets.append(doc_offsets[d] + s + np.arange(n))
         lefts.append(np.arange(n))
     source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
@@ -121,9 +142,34 @@ def plan_windows(
     return WindowPlan(
         ids=out_ids,
         mask=mask,
+        chunks=chunks,
         source=source.astype(np.int64),
         target=target.astype(np.int64),
         weight=weight.astype(np.float32),
         n_out=n_out,
         doc_offsets=doc_offsets,
     )
+
+
+def _chunks(lengths: np.ndarray, batch_pieces: int, min_size: int = 8, max_padding: float = 1.25):
+    """Group windows (sorted by length) into encoder calls of bounded padded size.
+
+    A chunk closes when the next window would push it past `batch_pieces` padded
+    positions, or, once it holds `min_size` windows, past `max_padding` × its real
+    positions.
+    """
+    chunks: List[Tuple[np.ndarray, int]] = []
+    current: List[int] = []
+    real = 0
+    for w in np.argsort(lengths, kind="stable"):
+        length = int(lengths[w])
+        padded = (len(current) + 1) * length
+        if current and (padded > batch_pieces or
+                        (len(current) >= min_size and padded > max_padding * (real + length))):
+            chunks.append((np.asarray(current, dtype=np.int64), int(lengths[current[-1]])))
+            current, real = [], 0
+        current.append(int(w))
+        real += length
+    if current:
+        chunks.append((np.asarray(current, dtype=np.int64), int(lengths[current[-1]])))
+    return chunks

@@ -164,6 +164,26 @@ def test_batch_equals_single_docs(hf_bert_dir):
         np.testing.assert_allclose(nlp(text).tensor, vec, atol=1e-5)
 
 
+def test_length_chunks_equal_single_docs(hf_bert_dir):
+    # A small piece budget splits the batch into several encoder calls by length.
+    nlp = tiny_nlp(hf_bert_dir, batch_pieces=40)
+    texts = [" ".join(["the cat sat on the mat"] * n) for n in (1, 5, 2, 9, 1, 3, 12, 2, 1, 4, 7, 1)]
+    model = nlp.get_pipe("bert_encoder").model
+    docs = [nlp.make_doc(t) for t in texts]
+    from spacy_bertfam.tokenization.alignment import align_tokens
+    from spacy_bertfam.tokenization.windows import plan_windows
+
+    pieces = align_tokens(model.attrs["tokenizer"], [[t.text for t in d] for d in docs], unk_id=1)
+    plan = plan_windows([p.ids for p in pieces], window=64, stride=48, prefix=[2], suffix=[3],
+                        padding_id=0, batch_pieces=40)
+    assert len(plan.chunks) > 3
+    batched = model.predict(docs)
+    for doc, enc in zip(docs, batched):
+        alone = model.predict([doc])[0]
+        for layer in enc.layers:
+            np.testing.assert_allclose(enc.layers[layer], alone.layers[layer], atol=1e-5)
+
+
 def test_window_larger_than_positions_is_rejected(hf_bert_dir):
     nlp = spacy.blank("en")
     with pytest.raises(ValueError, match="window 65 exceeds the 64 positions"):
