@@ -1,10 +1,10 @@
 """spaCy user hooks that make token/span/doc `.vector` and `.similarity` use doc.tensor."""
-import numpy
 from spacy.tokens import Doc
 
 
 def _cosine(a, b) -> float:
-    norm = float(numpy.linalg.norm(a) * numpy.linalg.norm(b))
+    """Cosine similarity of two vectors (NumPy or CuPy: no NumPy-only calls)."""
+    norm = float(((a * a).sum() * (b * b).sum()) ** 0.5)
     return float((a * b).sum()) / norm if norm else 0.0
 
 
