@@ -58,3 +58,43 @@ def hf_bert_dir(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def minilm_dir() -> Path:
     return pretrained_path("all-MiniLM-L6-v2")
+
+
+GPT_TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Language models predict the next piece from the ones before it.",
+    "Hello world, hello there, general Kenobi!",
+    "It was the best of times, it was the worst of times.",
+] * 20
+
+
+def make_hf_gpt(directory: Path, *, gpt1: bool = False, seed: int = 0) -> Path:
+    """Save a random small Hugging Face GPT-2 (or GPT-1) LM with a small trained BPE."""
+    from tokenizers.implementations import CharBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, OpenAIGPTConfig, OpenAIGPTLMHeadModel
+
+    from spacy_bertfam.tokenization import train_byte_bpe
+
+    directory.mkdir(parents=True)
+    if gpt1:
+        bpe = CharBPETokenizer(suffix="</w>", lowercase=True, bert_normalizer=True)
+        bpe.train_from_iterator(GPT_TEXTS, vocab_size=120, min_frequency=1, special_tokens=["<unk>"],
+                                suffix="</w>", show_progress=False)
+        bpe._tokenizer.model.save(str(directory))
+        n_pieces = bpe.get_vocab_size()
+    else:
+        tok = train_byte_bpe(GPT_TEXTS, vocab_size=300, min_frequency=1)
+        tok.tokenizer.model.save(str(directory))
+        n_pieces = tok.n_pieces
+    torch.manual_seed(seed)
+    sizes = dict(vocab_size=n_pieces, n_positions=64, n_embd=32, n_layer=3, n_head=4)
+    if gpt1:
+        model = OpenAIGPTLMHeadModel(OpenAIGPTConfig(**sizes))
+    else:
+        model = GPT2LMHeadModel(GPT2Config(**sizes, bos_token_id=0, eos_token_id=0))
+    with torch.no_grad():  # perturb LayerNorms and biases so the map is really tested
+        for name, p in model.named_parameters():
+            if "ln" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(directory)
+    return directory

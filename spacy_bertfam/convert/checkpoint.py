@@ -47,8 +47,9 @@ class Checkpoint:
 
 def _config_classes() -> Dict[str, Any]:
     from ..models.bert import BertConfig
+    from ..models.gpt import GptConfig
 
-    return {"bert": BertConfig}
+    return {"bert": BertConfig, "gpt": GptConfig}
 
 
 def save_checkpoint(directory: Union[str, Path], checkpoint: Checkpoint) -> Path:
@@ -98,9 +99,9 @@ def read_our_checkpoint(directory: Path) -> Checkpoint:
 def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     """Read a checkpoint of any supported format from `path`.
 
-    Supported: our own format, Hugging Face BERT directories.
+    Supported: our own format, Hugging Face BERT, GPT-2 and GPT-1 directories.
     """
-    from . import hf_bert
+    from . import hf_bert, hf_gpt
 
     directory = Path(path)
     if not directory.exists():
@@ -108,6 +109,7 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     readers: List[Tuple[Callable[[Path], bool], Callable[[Path], Checkpoint]]] = [
         (is_our_checkpoint, read_our_checkpoint),
         (hf_bert.detect, hf_bert.read),
+        (hf_gpt.detect, hf_gpt.read),
     ]
     if not directory.is_dir():
         raise CheckpointError(f"A checkpoint is a directory; {directory} is a file")
@@ -116,8 +118,8 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
             return read(directory)
     raise CheckpointError(
         f"{directory} holds no checkpoint that spacy-bertfam can read: expected our own "
-        "format (config.json with a 'spacy_bertfam' section) or a Hugging Face BERT "
-        "directory (config.json with model_type 'bert')"
+        "format (config.json with a 'spacy_bertfam' section) or a Hugging Face BERT, "
+        "GPT-2 or GPT-1 directory (config.json with model_type 'bert', 'gpt2' or 'openai-gpt')"
     )
 
 

@@ -1,8 +1,11 @@
 """Key maps: data that says which checkpoint tensor becomes which parameter of ours.
 
-A key map is a list of `KeyRow(ours, theirs, transpose)`; `{i}` in a pattern stands
-for a layer index. Renaming reports every checkpoint key the map does not know, so
-a checkpoint of another architecture never loads half-way by accident.
+A key map is a list of `KeyRow(ours, theirs, transpose, part)`; `{i}` in a pattern
+stands for a layer index. `transpose` flips a 2-d weight (GPT-2's Conv1D stores
+[in, out]); `part = (k, n)` takes the k-th of n equal slices along the first
+dimension after transposing (GPT-2's fused query/key/value). Renaming reports every
+checkpoint key the map does not know, so a checkpoint of another architecture never
+loads half-way by accident.
 """
 import re
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
@@ -16,6 +19,7 @@ class KeyRow(NamedTuple):
     ours: str
     theirs: str
     transpose: bool = False
+    part: Optional[Tuple[int, int]] = None
 
 
 NO_TRANSPOSE = False
@@ -44,13 +48,18 @@ def rename_to_ours(
     ours: Dict[str, torch.Tensor] = {}
     unknown: List[str] = []
     for key, tensor in state.items():
-        row, index = _match(compiled, key)
-        if row is None:
+        matches = _matches(compiled, key)
+        if not matches:
             if not any(p.search(key) for p in ignored):
                 unknown.append(key)
             continue
-        name = row.ours.replace("{i}", index) if index is not None else row.ours
-        ours[name] = tensor.T.contiguous() if row.transpose else tensor
+        for row, index in matches:
+            name = row.ours.replace("{i}", index) if index is not None else row.ours
+            value = tensor.T if row.transpose and tensor.ndim == 2 else tensor
+            if row.part is not None:
+                k, n = row.part
+                value = value.chunk(n, dim=0)[k]
+            ours[name] = value.contiguous()
     if unknown:
         raise CheckpointError(
             f"{source}: {len(unknown)} unknown key(s) that map to no parameter: "
@@ -62,22 +71,30 @@ def rename_to_ours(
 def rename_to_theirs(state: Dict[str, torch.Tensor], rows: List[KeyRow]) -> Dict[str, torch.Tensor]:
     """The inverse map (our names -> checkpoint names), e.g. to export or to test a map."""
     compiled = [(_pattern(r.ours), r) for r in rows]
-    out: Dict[str, torch.Tensor] = {}
+    parts: Dict[str, Dict[int, torch.Tensor]] = {}
+    transposed: Dict[str, bool] = {}
     for key, tensor in state.items():
-        row, index = _match(compiled, key)
-        if row is None:
+        matches = _matches(compiled, key)
+        if not matches:
             raise CheckpointError(f"No checkpoint name for our parameter '{key}'")
+        row, index = matches[0]
         name = row.theirs.replace("{i}", index) if index is not None else row.theirs
-        out[name] = tensor.T.contiguous() if row.transpose else tensor
+        parts.setdefault(name, {})[row.part[0] if row.part else 0] = tensor
+        transposed[name] = row.transpose
+    out: Dict[str, torch.Tensor] = {}
+    for name, pieces in parts.items():
+        value = torch.cat([pieces[k] for k in sorted(pieces)], dim=0)
+        out[name] = value.T.contiguous() if transposed[name] and value.ndim == 2 else value
     return out
 
 
-def _match(compiled, key: str) -> Tuple[Optional[KeyRow], Optional[str]]:
+def _matches(compiled, key: str) -> List[Tuple[KeyRow, Optional[str]]]:
+    found = []
     for pattern, row in compiled:
         m = pattern.match(key)
         if m:
-            return row, (m.group(1) if m.groups() else None)
-    return None, None
+            found.append((row, m.group(1) if m.groups() else None))
+    return found
 
 
 def _listing(keys: List[str], most: int = 20) -> str:

@@ -1,0 +1,6 @@
+"""GPT-1 and GPT-2: config and decoder."""
+from .config import GptConfig
+from .decoder import DecoderOutput, GptDecoder, positions_from_mask
+from .generate import check_sampling, generate
+
+__all__ = ["check_sampling", "generate", "GptConfig", "GptDecoder", "DecoderOutput", "positions_from_mask"]
