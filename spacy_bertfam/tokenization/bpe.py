@@ -30,7 +30,8 @@ def _files(directory: Path) -> Tuple[Path, Path]:
 
 def byte_bpe_from_files(vocab: Union[str, Path], merges: Union[str, Path]) -> PieceTokenizer:
     """GPT-2's byte-level BPE from its vocabulary and merges files."""
-    bpe = ByteLevelBPETokenizer(str(vocab), str(merges), add_prefix_space=False, trim_offsets=False)
+    pieces, merge_list = BPE.read_file(str(vocab), str(merges))
+    bpe = ByteLevelBPETokenizer(pieces, merge_list, add_prefix_space=False, trim_offsets=False)
     tok = Tokenizer.from_str(bpe.to_str())
     if tok.token_to_id(END_OF_TEXT) is not None:
         tok.add_special_tokens([AddedToken(END_OF_TEXT, special=True, normalized=False)])

@@ -1,0 +1,56 @@
+"""Byte-level BPE (GPT-2) and GPT-1 BPE equal Hugging Face's fast tokenizers."""
+import pytest
+
+from spacy_bertfam.tokenization import byte_bpe_from_files, gpt1_bpe_from_files, load_bpe, train_byte_bpe
+
+from ..conftest import SHARED_DATA, make_hf_gpt
+from ..helpers import varied_strings
+
+GPT2 = SHARED_DATA / "gpt2_bpe"
+STRINGS = varied_strings()
+
+
+@pytest.fixture(scope="module")
+def gpt2_reference():
+    from transformers import GPT2TokenizerFast
+
+    ref = GPT2TokenizerFast(vocab_file=str(GPT2 / "encoder.json"), merges_file=str(GPT2 / "vocab.bpe"))
+    assert ref("Hello world")["input_ids"] == [15496, 995]  # the reference really loaded
+    return ref
+
+
+def test_gpt2_ids_and_offsets_match_reference(gpt2_reference):
+    ours = byte_bpe_from_files(GPT2 / "encoder.json", GPT2 / "vocab.bpe")
+    assert ours.encode("Hello world").ids.tolist() == [15496, 995]
+    assert ours.n_pieces == 50257
+    assert len(STRINGS) >= 200
+    total = 0
+    for text in STRINGS + ["a<|endoftext|>b", " leading", "trailing\n"]:
+        ref = gpt2_reference(text, return_offsets_mapping=True)
+        enc = ours.encode(text)
+        assert enc.ids.tolist() == ref["input_ids"], text
+        assert [tuple(o) for o in enc.offsets.tolist()] == [tuple(o) for o in ref["offset_mapping"]], text
+        total += len(enc.ids)
+    assert total > 5000
+    assert ours.decode(ours.encode("Héllo wörld 🙂").ids) == "Héllo wörld 🙂"
+
+
+def test_gpt1_bpe_matches_reference(tmp_path):
+    from transformers import OpenAIGPTTokenizerFast
+
+    directory = make_hf_gpt(tmp_path / "gpt1", gpt1=True)
+    ours = load_bpe(directory, gpt1=True)
+    ref = OpenAIGPTTokenizerFast(vocab_file=str(directory / "vocab.json"), merges_file=str(directory / "merges.txt"))
+    assert len(ref("the quick brown fox")["input_ids"]) > 0
+    for text in STRINGS:
+        assert ours.encode(text).ids.tolist() == ref(text)["input_ids"], text
+    assert ours.encode("The Quick").ids.tolist() == ours.encode("the quick").ids.tolist()  # lower-cased
+    assert gpt1_bpe_from_files(directory / "vocab.json", directory / "merges.txt").n_pieces == ours.n_pieces
+
+
+def test_train_byte_bpe():
+    texts = ["the cat sat on the mat", "the dog ran to the river bank"] * 100
+    tok = train_byte_bpe(texts, vocab_size=300, min_frequency=2)
+    assert 256 < tok.n_pieces <= 300 and tok.piece_id("<|endoftext|>") == 0
+    assert len(tok.encode("the cat").ids) < len("the cat")  # merges learned
+    assert tok.decode(tok.encode("unseen wörds 🙂").ids) == "unseen wörds 🙂"  # bytes cover all
