@@ -1,6 +1,7 @@
 """spacy-bertfam: BERT, ELMo and GPT encoders for spaCy, implemented in PyTorch."""
 from . import architectures, loaders  # noqa: F401  (registers functions)
 from .pipeline.encoder import EncoderComponent, make_bert_encoder  # noqa: F401
+from .pipeline.gpt_lm import GptLmComponent, make_gpt_lm  # noqa: F401
 from .pipeline.listener import EncoderListener  # noqa: F401
 
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from thinc.api import Model
 
 from .layers import build_piece_encoder
 from .models.bert import BertConfig, BertEncoder
+from .models.gpt import GptConfig, GptDecoder
 from .types import DocEncoding
 
 
@@ -84,4 +85,69 @@ def bert_encoder_v1(
         padding_id=padding_id,
         default_pooling="mean",
         batch_pieces=batch_pieces,
+    )
+
+
+@registry.architectures("spacy-bertfam.GptDecoder.v1")
+def gpt_decoder_v1(
+    n_pieces: int = 50257,
+    hidden_width: int = 768,
+    n_layers: int = 12,
+    n_heads: int = 12,
+    intermediate_width: int = 3072,
+    n_positions: int = 1024,
+    embedding_dropout: float = 0.1,
+    residual_dropout: float = 0.1,
+    attention_dropout: float = 0.1,
+    layer_norm_eps: float = 1e-5,
+    activation: str = "gelu_tanh",
+    pre_norm: bool = True,
+    unknown_piece: str = "<|endoftext|>",
+    window: int = 256,
+    stride: int = 192,
+    batch_pieces: int = 4096,
+) -> Model[List[Doc], List[DocEncoding]]:
+    """A GPT decoder over Docs: BPE pieces, causal windows, every layer's output.
+
+    Defaults are GPT-2 small; GPT-1 is pre_norm = false, n_pieces 40478,
+    n_positions 512, unknown_piece "<unk>". The structural settings must match the
+    checkpoint that the encoder_loader loads.
+
+    n_pieces .. activation (see GptConfig): sizes, dropout and activation.
+    pre_norm (bool): GPT-2's pre-LN blocks and final LayerNorm (true) or GPT-1 (false).
+    unknown_piece (str): the piece standing in for a doc whose tokens yield none.
+    window (int): pieces per window, at most n_positions.
+    stride (int): pieces between window starts; each position keeps the output of
+        the window where it has the most left context.
+    batch_pieces (int): most padded positions per decoder call.
+    """
+    config = GptConfig(
+        n_pieces=n_pieces,
+        hidden_width=hidden_width,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        intermediate_width=intermediate_width,
+        n_positions=n_positions,
+        embedding_dropout=embedding_dropout,
+        residual_dropout=residual_dropout,
+        attention_dropout=attention_dropout,
+        layer_norm_eps=layer_norm_eps,
+        activation=activation,
+        pre_norm=pre_norm,
+    )
+    return build_piece_encoder(
+        GptDecoder(config),
+        family="gpt",
+        n_layers=n_layers + 1,
+        width=hidden_width,
+        window=window,
+        stride=stride,
+        combine="most_left_context",
+        prefix=[],
+        suffix=[],
+        unknown=unknown_piece,
+        padding_id=0,
+        default_pooling="last",
+        batch_pieces=batch_pieces,
+        words="space_before",
     )

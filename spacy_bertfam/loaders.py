@@ -28,8 +28,11 @@ logger = logging.getLogger("spacy_bertfam")
 
 EncoderLoader = Callable[[Model], None]
 
-# Settings that change what the model computes; dropout rates may differ freely.
-_TRAINING_ONLY = {"hidden_dropout", "attention_dropout"}
+# Dropout rates may differ from the checkpoint's; every other setting must match.
+def _training_only(name: str) -> bool:
+    return name.endswith("dropout")
+
+
 _HEADS = ("mlm_head.", "nsp_head.")
 
 
@@ -45,7 +48,7 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
     differences = [
         f"{f.name}: checkpoint {getattr(theirs, f.name)!r}, model config {getattr(ours, f.name)!r}"
         for f in fields(ours)
-        if f.name not in _TRAINING_ONLY and getattr(ours, f.name) != getattr(theirs, f.name)
+        if not _training_only(f.name) and getattr(ours, f.name) != getattr(theirs, f.name)
     ]
     if differences:
         raise CheckpointError(

@@ -44,6 +44,7 @@ def build_piece_encoder(
     padding_id: int,
     default_pooling: str,
     batch_pieces: int,
+    words: str = "text",
 ) -> Model[List[Doc], List[DocEncoding]]:
     """Wrap a torch encoder (called as `encoder(ids, mask)` -> EncoderOutput).
 
@@ -54,6 +55,13 @@ def build_piece_encoder(
     unknown: the piece used for a doc whose tokens yield no piece.
     default_pooling: how listeners pool a token's pieces unless told otherwise.
     batch_pieces: padded positions per encoder call (see `tokenization.windows`).
+    words: what the tokenizer sees of each spaCy token: "text", or "space_before"
+        (the whitespace before the token, then its text, so that byte-level BPE sees
+        " world" as GPT-2 does in running text).
+
+    Training with `attrs["lm_weight"] > 0` (causal families) also computes the mean
+    next-piece cross-entropy of the batch, backpropagated with that weight; its
+    value is left in `attrs["lm_loss"]`.
     """
     n_positions = getattr(encoder.config, "n_positions", window)
     if window > n_positions:
@@ -84,6 +92,9 @@ def build_piece_encoder(
             "padding_id": padding_id,
             "default_pooling": default_pooling,
             "batch_pieces": batch_pieces,
+            "words": words,
+            "lm_weight": 0.0,
+            "lm_loss": None,
         },
     )
 
@@ -119,7 +130,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
             "spacy-bertfam.CheckpointLoader.v1), or ask for random initialisation there"
         )
     pieces = align_tokens(
-        tokenizer, [[t.text for t in doc] for doc in docs], unk_id=tokenizer.piece_id(model.attrs["unknown"])
+        tokenizer, [_words(doc, model.attrs["words"]) for doc in docs],
+        unk_id=tokenizer.piece_id(model.attrs["unknown"]),
     )
     plan = plan_windows(
         [p.ids for p in pieces],
@@ -132,9 +144,16 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
         batch_pieces=model.attrs["batch_pieces"],
     )
     layer_ids = requested_layers(model)
+    lm_weight = model.attrs["lm_weight"] if is_train else 0.0
+    lm = _lm_targets(pieces, plan) if lm_weight > 0 else None
+    if lm is not None:
+        layer_ids = sorted(set(layer_ids) | {model.attrs["n_layers"] - 1})  # the LM reads the top
     shim: PyTorchShim = model.shims[0]
-    inputs = _torch_inputs(plan, layer_ids, shim.device)
+    inputs = _torch_inputs(plan, layer_ids, shim.device, lm)
     outputs, backprop_torch = shim(inputs, is_train)
+    outputs = list(outputs)
+    lm_loss = outputs.pop() if lm is not None else None
+    model.attrs["lm_loss"] = float(lm_loss.detach()) if lm_loss is not None else None
     arrays = [torch2xp(t) for t in outputs]
     encodings = _split(arrays, layer_ids, plan, pieces)
 
@@ -146,13 +165,37 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
             parts = [d.get(layer) for d in d_encodings]
             grads.append(_concat_grads(model, parts, plan, out.shape[-1]))
         grads_torch = [xp2torch(g, device=shim.device) for g in grads]
-        backprop_torch(ArgsKwargs(args=(tuple(outputs),), kwargs={"grad_tensors": grads_torch}))
+        tensors = list(outputs)
+        if lm_loss is not None:
+            tensors.append(lm_loss)
+            grads_torch.append(lm_loss.new_tensor(lm_weight))
+        backprop_torch(ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": grads_torch}))
         return docs
 
     return encodings, backprop
 
 
-def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device) -> ArgsKwargs:
+def _words(doc: Doc, mode: str) -> List[str]:
+    if mode == "text":
+        return [t.text for t in doc]
+    # The whitespace before each token is the previous token's trailing whitespace.
+    return [(doc[t.i - 1].whitespace_ if t.i else "") + t.text for t in doc]
+
+
+def _lm_targets(pieces: List[DocPieces], plan: WindowPlan) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """Output rows whose hidden state predicts a next piece, and that piece's id."""
+    rows, targets = [], []
+    for d, doc_pieces in enumerate(pieces):
+        n = doc_pieces.n_pieces
+        if n > 1:
+            rows.append(plan.doc_offsets[d] + np.arange(n - 1))
+            targets.append(doc_pieces.ids[1:])
+    if not rows:
+        return None
+    return np.concatenate(rows).astype(np.int64), np.concatenate(targets).astype(np.int64)
+
+
+def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device, lm=None) -> ArgsKwargs:
     to_torch = lambda a: xp2torch(a, device=device)  # noqa: E731
     return ArgsKwargs(
         args=(
@@ -165,7 +208,7 @@ def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device) -> ArgsKwargs:
             plan.n_out,
             layer_ids,
         ),
-        kwargs={},
+        kwargs={} if lm is None else {"lm_rows": to_torch(lm[0]), "lm_targets": to_torch(lm[1])},
     )
 
 

@@ -29,11 +29,16 @@ class WindowedEncoder(nn.Module):
         weight: torch.Tensor,
         n_out: int,
         layers: Optional[Sequence[int]] = None,
+        lm_rows: Optional[torch.Tensor] = None,
+        lm_targets: Optional[torch.Tensor] = None,
     ) -> List[torch.Tensor]:
         """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)].
 
         chunks: (window indices, length) per encoder call; `source` indexes the
         chunks' outputs flattened to (positions, W) and concatenated in order.
+        lm_rows, lm_targets: for a causal encoder with a `logits` method, output rows
+            of the top layer (which must be among `layers`) and the pieces they
+            predict; the mean cross-entropy is appended to the returned list.
         """
         if ids.shape[0] == 0:
             # No doc in the batch has a piece: every requested layer is empty.
@@ -50,4 +55,7 @@ class WindowedEncoder(nn.Module):
             flat = torch.cat(parts) if len(parts) > 1 else parts[0]
             picked = flat[source] * weight[:, None].to(flat.dtype)
             result.append(picked.new_zeros((n_out, picked.shape[-1])).index_add(0, target, picked))
+        if lm_rows is not None:
+            logits = self.encoder.logits(result[-1][lm_rows])
+            result.append(torch.nn.functional.cross_entropy(logits, lm_targets))
         return result

@@ -96,6 +96,8 @@ class EncoderComponent(TrainablePipe):
         self.model = model
         self.name = name
         self.listener_map: Dict[str, List[EncoderListener]] = {}
+        self._awaiting_backprop = False  # see finish_update
+        self._deferred_sgd = None
         normalise_layer(tensor_layer, model.attrs["n_layers"])
         if tensor_pooling is not None:
             check_pooling(tensor_pooling)
@@ -226,18 +228,28 @@ class EncoderComponent(TrainablePipe):
         sgd: Optional[Callable] = None,
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
-        """One forward pass; listeners accumulate gradients, the last one backpropagates."""
+        """One forward pass; listeners accumulate gradients, the last one backpropagates.
+
+        A causal encoder with an LM weight (gpt_lm) also backpropagates its language
+        model loss on the batch's text, once, whatever the number of listeners; the
+        loss column of this component then shows that LM loss.
+        """
         if losses is None:
             losses = {}
         validate_examples(examples, "EncoderComponent.update")
         losses.setdefault(self.name, 0.0)
         listeners = self.listeners
-        if not listeners:
+        with_lm = self.model.attrs.get("lm_weight", 0.0) > 0
+        if not listeners and not with_lm:
             return losses
         self._sync()
         docs = [eg.predicted for eg in examples]
         set_dropout_rate(self.model, drop)
         encodings, backprop_encoder = self.model.begin_update(docs)
+        lm_loss = self.model.attrs.get("lm_loss")
+        with_lm = lm_loss is not None
+        if with_lm:
+            losses[self.name] += lm_loss
         d_encodings: List[Dict[int, object]] = [{} for _ in docs]
 
         def accumulate(one: Optional[List[Dict[int, object]]]) -> None:
@@ -246,20 +258,41 @@ class EncoderComponent(TrainablePipe):
             for acc, d in zip(d_encodings, one):
                 for layer, grad in d.items():
                     acc[layer] = acc[layer] + grad if layer in acc else grad.copy()
-                    losses[self.name] += float((grad ** 2).sum())
+                    if not with_lm:  # without an LM loss, report the gradient's size
+                        losses[self.name] += float((grad ** 2).sum())
 
         def backprop(one: Optional[List[Dict[int, object]]]) -> None:
             accumulate(one)
-            if any(d_encodings):
+            self._awaiting_backprop = False
+            if with_lm or any(d_encodings):
                 backprop_encoder(d_encodings)
-                if sgd is not None:
-                    self.finish_update(sgd)
+                optimizer = sgd if sgd is not None else self._deferred_sgd
+                if optimizer is not None:
+                    self.model.finish_update(optimizer)
+            self._deferred_sgd = None
 
+        if not listeners:
+            backprop(None)
+            return losses
+        self._awaiting_backprop = True
         batch_id = EncoderListener.get_batch_id(docs)
         for listener in listeners[:-1]:
             listener.receive(batch_id, encodings, accumulate)
         listeners[-1].receive(batch_id, encodings, backprop)
         return losses
+
+    def finish_update(self, sgd) -> None:
+        """Apply the encoder's gradients, now or once its last listener has backpropagated.
+
+        `nlp.update` calls this right after the encoder's own `update`, before the
+        listening components have run theirs; applied then, the listeners' gradients
+        would wait for the next batch. So the optimizer is kept and used as soon as
+        the last listener's gradient is in.
+        """
+        if getattr(self, "_awaiting_backprop", False):
+            self._deferred_sgd = sgd
+            return
+        self.model.finish_update(sgd)
 
     def initialize(
         self,

@@ -2,5 +2,6 @@
 from .config import GptConfig
 from .decoder import DecoderOutput, GptDecoder, positions_from_mask
 from .generate import check_sampling, generate
+from .scoring import piece_logprobs
 
-__all__ = ["check_sampling", "generate", "GptConfig", "GptDecoder", "DecoderOutput", "positions_from_mask"]
+__all__ = ["piece_logprobs", "check_sampling", "generate", "GptConfig", "GptDecoder", "DecoderOutput", "positions_from_mask"]

@@ -1,0 +1,181 @@
+"""The `gpt_lm` component: GPT features for listeners, LM scores, generation, auxiliary LM loss.
+
+Follows the shared encoder contract (see `pipeline/encoder.py`); a causal model's
+token vector is its last piece by default, and long documents use the causal window
+rule. On top of that:
+
+- `lm_scores = true` sets `doc._.perplexity` and `token._.logprob` (natural log,
+  the sum over the token's pieces; a token sharing a neighbour's piece gets 0.0),
+  scored with windows that carry left context through long documents;
+- `generate(...)` samples continuations, streaming text increments;
+- `lm_weight` (λ) adds λ × the LM loss on each training batch's own text to the
+  task losses, as GPT-1 fine-tunes (Radford et al. 2018, §3.2: λ = 0.5).
+"""
+from typing import Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+import torch
+from spacy.language import Language
+from spacy.tokens import Doc, Token
+from spacy.vocab import Vocab
+from thinc.api import Model
+
+from ..layers import torch_encoder
+from ..models.gpt import check_sampling, generate, piece_logprobs
+from ..tokenization import PieceTokenizer
+from ..types import DocEncoding
+from .encoder import DEFAULT_COMPONENT_CONFIG, EncoderComponent
+
+DEFAULT_GPT_MODEL = {
+    "@architectures": "spacy-bertfam.GptDecoder.v1",
+    "n_pieces": 50257,
+    "hidden_width": 768,
+    "n_layers": 12,
+    "n_heads": 12,
+    "intermediate_width": 3072,
+    "n_positions": 1024,
+    "window": 256,
+    "stride": 192,
+}
+
+
+def _ensure_lm_extensions() -> None:
+    if not Doc.has_extension("perplexity"):
+        Doc.set_extension("perplexity", default=None)
+    if not Doc.has_extension("token_logprobs"):
+        Doc.set_extension("token_logprobs", default=None)
+    if not Token.has_extension("logprob"):
+        Token.set_extension("logprob", getter=_token_logprob)
+
+
+def _token_logprob(token: Token) -> Optional[float]:
+    scores = token.doc._.token_logprobs
+    return None if scores is None else float(scores[token.i])
+
+
+class GptLmComponent(EncoderComponent):
+    """A GPT decoder component. See the module docstring; the shared settings are
+    EncoderComponent's.
+
+    lm_weight (float): λ of the auxiliary LM loss during training (0 = off).
+    lm_scores (bool): set doc._.perplexity and token._.logprob when annotating.
+    """
+
+    def __init__(self, vocab: Vocab, model: Model, name: str, *, lm_weight: float = 0.0,
+                 lm_scores: bool = False, **settings):
+        super().__init__(vocab, model, name, **settings)
+        if lm_weight < 0:
+            raise ValueError(f"{name}: lm_weight must be >= 0, got {lm_weight}")
+        _ensure_lm_extensions()
+        model.attrs["lm_weight"] = lm_weight
+        self.cfg.update({"lm_weight": lm_weight, "lm_scores": lm_scores})
+
+    @property
+    def tokenizer(self) -> PieceTokenizer:
+        return self.model.attrs["tokenizer"]
+
+    def _bos_id(self) -> int:
+        special = self.tokenizer.special_ids()
+        if not special:
+            raise ValueError(f"{self.name}: the vocabulary has no special piece to start texts with")
+        return special[0]
+
+    def set_annotations(self, docs: Sequence[Doc], encodings: List[DocEncoding]) -> None:
+        super().set_annotations(docs, encodings)
+        if self.cfg["lm_scores"]:
+            self.score(docs, encodings)
+
+    def score(self, docs: Sequence[Doc], encodings: List[DocEncoding]) -> None:
+        """Set doc._.perplexity and the per-token log-probabilities."""
+        words_ids = self.tokenizer.encode_words(
+            [[(d[t.i - 1].whitespace_ if t.i else "") + t.text for t in d] for d in docs])
+        pieces = [[p for word in doc_words for p in word] for doc_words in words_ids]
+        logprobs = piece_logprobs(torch_encoder(self.model), pieces, bos_id=self._bos_id(),
+                                  window=self.model.attrs["window"], stride=self.model.attrs["stride"])
+        for doc, doc_words, scores in zip(docs, words_ids, logprobs):
+            lengths = np.asarray([len(w) for w in doc_words], dtype=np.int64)
+            ends = np.cumsum(lengths)
+            per_token = np.asarray([scores[e - n:e].sum() for e, n in zip(ends, lengths)], dtype=np.float32)
+            doc._.token_logprobs = per_token
+            doc._.perplexity = float(np.exp(-scores.mean())) if len(scores) else None
+
+    def generate(
+        self,
+        prompts: Union[str, Sequence[str]],
+        max_new_tokens: int = 50,
+        *,
+        temperature: float = 0.0,
+        top_k: Optional[int] = None,
+        top_p: Optional[float] = None,
+        seed: Optional[int] = None,
+    ) -> Iterator[Union[str, List[str]]]:
+        """Continue one prompt (yields text increments) or several (yields lists of them).
+
+        temperature 0 is greedy; otherwise sampling from softmax(logits / temperature)
+        restricted to `top_k` pieces and/or the nucleus `top_p`; `seed` makes it
+        reproducible. Uses the key/value cache; prompts are batched.
+        """
+        check_sampling(max_new_tokens, temperature, top_k, top_p)
+        single = isinstance(prompts, str)
+        texts = [prompts] if single else list(prompts)
+        if not texts:
+            raise ValueError("generate() needs at least one prompt")
+        decoder = torch_encoder(self.model)
+        ids = [self.tokenizer.encode(t).ids.tolist() or [self._bos_id()] for t in texts]
+        longest = max(len(i) for i in ids)
+        if longest + max_new_tokens > decoder.config.n_positions:
+            raise ValueError(
+                f"prompt of {longest} pieces + {max_new_tokens} new pieces exceeds the "
+                f"{decoder.config.n_positions} positions of this model"
+            )
+        device = next(decoder.parameters()).device
+        batch = torch.zeros(len(ids), longest, dtype=torch.long, device=device)
+        mask = torch.zeros_like(batch)
+        for i, row in enumerate(ids):  # left padding keeps every prompt's end aligned
+            batch[i, longest - len(row):] = torch.tensor(row, device=device)
+            mask[i, longest - len(row):] = 1
+        generator = None
+        if seed is not None:
+            generator = torch.Generator(device=device).manual_seed(seed)
+        new: List[List[int]] = [[] for _ in texts]
+        shown = [""] * len(texts)
+        steps = generate(decoder, batch, mask, max_new_tokens=max_new_tokens, temperature=temperature,
+                         top_k=top_k, top_p=top_p, generator=generator)
+        for k, step in enumerate(steps):
+            last = k == max_new_tokens - 1
+            increments = []
+            for i, piece in enumerate(step.tolist()):
+                new[i].append(piece)
+                text = self.tokenizer.decode(new[i])
+                # Hold back a partial UTF-8 character until its last byte arrives.
+                ready = text[: len(text) - 1] if text.endswith("\ufffd") and not last else text
+                increments.append(ready[len(shown[i]):])
+                shown[i] = ready
+            yield increments[0] if single else increments
+
+
+@Language.factory(
+    "gpt_lm",
+    default_config={"model": DEFAULT_GPT_MODEL, **DEFAULT_COMPONENT_CONFIG, "lm_weight": 0.0, "lm_scores": False},
+)
+def make_gpt_lm(
+    nlp: Language,
+    name: str,
+    model: Model,
+    set_doc_tensor: bool,
+    tensor_layer: int,
+    tensor_pooling: Optional[str],
+    user_hooks: bool,
+    store_all_layers: bool,
+    drop_outputs: bool,
+    sort_batches: int,
+    lm_weight: float,
+    lm_scores: bool,
+) -> GptLmComponent:
+    """A GPT decoder component; see `GptLmComponent` and `EncoderComponent`."""
+    return GptLmComponent(
+        nlp.vocab, model, name, lm_weight=lm_weight, lm_scores=lm_scores,
+        set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer, tensor_pooling=tensor_pooling,
+        user_hooks=user_hooks, store_all_layers=store_all_layers, drop_outputs=drop_outputs,
+        sort_batches=sort_batches,
+    )

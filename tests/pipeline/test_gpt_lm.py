@@ -1,0 +1,154 @@
+"""The gpt_lm component: features with the causal window rule, LM scores, generation, λ·LM loss."""
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.training import Example
+
+from spacy_bertfam.layers import torch_encoder
+from spacy_bertfam.loaders import checkpoint_loader
+from spacy_bertfam.models.gpt import generate
+
+from ..conftest import make_hf_gpt
+
+TINY_GPT = {"@architectures": "spacy-bertfam.GptDecoder.v1", "n_pieces": 300, "hidden_width": 32,
+            "n_layers": 3, "n_heads": 4, "intermediate_width": 128, "n_positions": 64,
+            "window": 64, "stride": 48, "embedding_dropout": 0.0, "residual_dropout": 0.0,
+            "attention_dropout": 0.0}
+TEXT = "Hello world, the quick brown fox jumps over the lazy dog. It was the best of times."
+
+
+@pytest.fixture(scope="module")
+def gpt_dir(tmp_path_factory):
+    return make_hf_gpt(tmp_path_factory.mktemp("gpt") / "hf")
+
+
+def gpt_nlp(checkpoint, component=None, **model):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("gpt_lm", config={"model": {**TINY_GPT, **model}, "store_all_layers": True, **(component or {})})
+    nlp.get_pipe("gpt_lm").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(checkpoint))
+    return nlp
+
+
+def doc_pieces(nlp, doc):
+    words = [(doc[t.i - 1].whitespace_ if t.i else "") + t.text for t in doc]
+    return [p for w in nlp.get_pipe("gpt_lm").tokenizer.encode_words([words])[0] for p in w]
+
+
+def test_pieces_equal_gpt_tokenization_of_running_text(gpt_dir):
+    nlp = gpt_nlp(gpt_dir)
+    doc = nlp.make_doc(TEXT)
+    assert doc_pieces(nlp, doc) == nlp.get_pipe("gpt_lm").tokenizer.encode(TEXT).ids.tolist()
+
+
+def test_perplexity_is_exp_mean_nll_from_logits(gpt_dir):
+    nlp = gpt_nlp(gpt_dir, component={"lm_scores": True})
+    doc = nlp(TEXT)
+    pieces = doc_pieces(nlp, doc)
+    decoder = torch_encoder(nlp.get_pipe("gpt_lm").model).eval()
+    seq = torch.tensor([[0, *pieces]])  # <|endoftext|> first
+    with torch.no_grad():
+        logits = decoder.logits(decoder(seq).layers[-1])[0]
+    nll = torch.nn.functional.cross_entropy(logits[:-1], seq[0, 1:])
+    assert doc._.perplexity == pytest.approx(float(torch.exp(nll)), rel=1e-5)
+    total = sum(t._.logprob for t in doc)
+    assert total == pytest.approx(-float(nll) * len(pieces), rel=1e-4)
+
+
+def test_long_text_scores_carry_left_context(gpt_dir):
+    window, stride = 16, 8
+    nlp = gpt_nlp(gpt_dir, component={"lm_scores": True}, window=window, stride=stride)
+    doc = nlp(TEXT + " " + TEXT)
+    seq = [0, *doc_pieces(nlp, doc)]
+    assert len(seq) > 3 * window
+    decoder = torch_encoder(nlp.get_pipe("gpt_lm").model).eval()
+    # Piece j is scored in the earliest window [s, s + 16) holding j - 1 and j.
+    expected = []
+    for j in range(1, len(seq)):
+        s = min(s for s in range(0, len(seq), stride) if s <= j - 1 and j < s + window)
+        with torch.no_grad():
+            logp = torch.log_softmax(decoder.logits(decoder(torch.tensor([seq[s:j]])).layers[-1])[0, -1], -1)
+        expected.append(float(logp[seq[j]]))
+    assert doc._.perplexity == pytest.approx(float(np.exp(-np.mean(expected))), rel=1e-4)
+
+
+def test_causal_windows_keep_the_most_left_context(gpt_dir):
+    window, stride = 8, 4
+    nlp = gpt_nlp(gpt_dir, window=window, stride=stride)
+    doc = nlp(TEXT)
+    pieces = doc_pieces(nlp, doc)
+    enc = doc._.bertfam["gpt_lm"]
+    decoder = torch_encoder(nlp.get_pipe("gpt_lm").model).eval()
+    for j in range(len(pieces)):
+        starts = [s for s in range(0, len(pieces), stride) if s <= j < s + window]
+        s = starts[0]  # the earliest window holding j gives it the most left context
+        with torch.no_grad():
+            layers = decoder(torch.tensor([pieces[s : min(s + window, len(pieces))]])).layers
+        for i, layer in enumerate(layers):
+            np.testing.assert_allclose(enc.layers[i][j], layer[0, j - s].numpy(), atol=1e-5)
+    # The token vector of a causal model is its last piece.
+    assert nlp.get_pipe("gpt_lm").model.attrs["default_pooling"] == "last"
+
+
+def test_generate_streams_greedy_text(gpt_dir):
+    nlp = gpt_nlp(gpt_dir)
+    pipe = nlp.get_pipe("gpt_lm")
+    text = "".join(pipe.generate("The quick brown", 12))
+    ids = torch.tensor([pipe.tokenizer.encode("The quick brown").ids.tolist()])
+    want = [int(t) for t in generate(torch_encoder(pipe.model), ids, torch.ones_like(ids), max_new_tokens=12)]
+    assert text == pipe.tokenizer.decode(want)
+    batched = list(pipe.generate(["The quick brown", "hello"], 12))
+    assert "".join(step[0] for step in batched) == text
+    assert list(pipe.generate("hello", 5, temperature=0.8, top_p=0.9, seed=7)) == list(
+        pipe.generate("hello", 5, temperature=0.8, top_p=0.9, seed=7))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_new_tokens": -1}, "max_new_tokens must be >= 0, got -1"),
+    ({"max_new_tokens": 3, "temperature": 1.0, "top_p": 0.0}, r"top_p must be in \(0, 1\], got 0.0"),
+    ({"max_new_tokens": 60}, "new pieces exceeds the 64 positions"),
+])
+def test_generate_rejects_bad_arguments(gpt_dir, kwargs, message):
+    pipe = gpt_nlp(gpt_dir).get_pipe("gpt_lm")
+    with pytest.raises(ValueError, match=message):
+        list(pipe.generate("The quick brown fox jumps over the lazy dog", **kwargs))
+
+
+def _textcat_nlp(checkpoint, lm_weight, n_listeners=1):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("gpt_lm", config={"model": TINY_GPT, "lm_weight": lm_weight})
+    for i in range(n_listeners):
+        nlp.add_pipe("textcat", name=f"textcat{i}", config={"model": {
+            "@architectures": "spacy.TextCatReduce.v1", "exclusive_classes": True, "use_reduce_first": False,
+            "use_reduce_last": True, "use_reduce_max": False, "use_reduce_mean": False,
+            "tok2vec": {"@architectures": "spacy-bertfam.EncoderListener.v1", "width": 32, "grad_factor": 0.0}}})
+    examples = [Example.from_dict(nlp.make_doc(t), {"cats": {"A": float(i % 2), "B": float(1 - i % 2)}})
+                for i, t in enumerate([TEXT, "hello world", "the lazy dog", "It was the best of times."])]
+    nlp.config["initialize"]["components"]["gpt_lm"] = {
+        "encoder_loader": {"@misc": "spacy-bertfam.CheckpointLoader.v1", "path": str(checkpoint)}}
+    torch.manual_seed(0)
+    optimizer = nlp.initialize(lambda: examples)
+    return nlp, examples, optimizer
+
+
+def _step(nlp, examples, optimizer):
+    before = {k: v.clone() for k, v in torch_encoder(nlp.get_pipe("gpt_lm").model).state_dict().items()}
+    losses = nlp.update(examples, sgd=optimizer, drop=0.0)
+    after = torch_encoder(nlp.get_pipe("gpt_lm").model).state_dict()
+    return losses, {k: after[k] - before[k] for k in before}
+
+
+def test_lm_loss_trains_decoder_once_per_update(gpt_dir):
+    # Listeners send no gradient (grad_factor 0): any change comes from λ·LM loss.
+    nlp, examples, opt = _textcat_nlp(gpt_dir, lm_weight=0.0)
+    losses, delta = _step(nlp, examples, opt)
+    assert all(float(d.abs().max()) == 0.0 for d in delta.values())
+    one, examples, opt = _textcat_nlp(gpt_dir, lm_weight=0.5)
+    losses_one, delta_one = _step(one, examples, opt)
+    assert losses_one["gpt_lm"] > 0  # the LM loss is what the log shows for gpt_lm
+    assert float(delta_one["pieces.weight"].abs().max()) > 0
+    two, examples, opt = _textcat_nlp(gpt_dir, lm_weight=0.5, n_listeners=2)
+    losses_two, delta_two = _step(two, examples, opt)
+    assert losses_two["gpt_lm"] == pytest.approx(losses_one["gpt_lm"], rel=1e-6)
+    for key in delta_one:
+        torch.testing.assert_close(delta_two[key], delta_one[key], atol=1e-7, rtol=1e-5)
