@@ -66,6 +66,7 @@ def _convert_ner(input_path: str, output_path: str) -> None:
     from .corpora import read_conll_ner
 
     docs = read_conll_ner(input_path, spacy.blank("en").vocab)
+    Path(output_path).parent.mkdir(parents=True, exist_ok=True)
     DocBin(docs=docs).to_disk(output_path)
     n_ents = sum(len(d.ents) for d in docs)
     print(f"{output_path}: {len(docs)} sentences, {n_ents} entities")
