@@ -83,9 +83,9 @@ class GptLmComponent(EncoderComponent):
     def set_annotations(self, docs: Sequence[Doc], encodings: List[DocEncoding]) -> None:
         super().set_annotations(docs, encodings)
         if self.cfg["lm_scores"]:
-            self.score(docs, encodings)
+            self.set_lm_scores(docs)
 
-    def score(self, docs: Sequence[Doc], encodings: List[DocEncoding]) -> None:
+    def set_lm_scores(self, docs: Sequence[Doc]) -> None:
         """Set doc._.perplexity and the per-token log-probabilities."""
         words_ids = self.tokenizer.encode_words(
             [[(d[t.i - 1].whitespace_ if t.i else "") + t.text for t in d] for d in docs])

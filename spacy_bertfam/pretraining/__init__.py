@@ -1,0 +1,1 @@
+"""Pretraining objectives, data and the training loop (pure torch + tokenizers)."""
