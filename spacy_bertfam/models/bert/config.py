@@ -1,10 +1,11 @@
 """BERT hyper-parameters, with the defaults of BERT-base (Devlin et al. 2018)."""
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict
+from dataclasses import dataclass
+
+from ..config import DictConfig
 
 
 @dataclass
-class BertConfig:
+class BertConfig(DictConfig):
     """Hyper-parameters of a BERT encoder.
 
     n_pieces (int): vocabulary size (WordPiece pieces).
@@ -33,17 +34,3 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     activation: str = "gelu"
     padding_id: int = 0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "BertConfig":
-        """Build from a dict, rejecting unknown fields by name."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(
-                f"Unknown BertConfig field(s) {unknown}; known fields: {sorted(known)}"
-            )
-        return cls(**data)

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from ..layers import TransformerBlock
+from ..layers.init import init_normal
 from ..output import EncoderOutput
 from .config import BertConfig
 
@@ -53,7 +54,7 @@ class BertEncoder(nn.Module):
 
     def reset_parameters(self) -> None:
         """Fresh random weights (BERT's initialisation), e.g. to train from scratch."""
-        self.apply(_init_weights)
+        self.apply(init_normal)
 
     def forward(
         self,
@@ -87,14 +88,3 @@ class BertEncoder(nn.Module):
             layers.append(x)
         pooled = torch.tanh(self.pooler(x[:, 0]))
         return EncoderOutput(layers=layers, pooled=pooled)
-
-
-def _init_weights(module: nn.Module) -> None:
-    """BERT's truncated-normal-like initialisation (std 0.02), zero biases."""
-    if isinstance(module, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(module.weight, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
-    elif isinstance(module, nn.LayerNorm):
-        nn.init.ones_(module.weight)
-        nn.init.zeros_(module.bias)

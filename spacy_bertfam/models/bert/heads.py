@@ -5,9 +5,10 @@ import torch
 from torch import nn
 
 from ..layers import get_activation
+from ..layers.init import init_normal
 from ..output import EncoderOutput
 from .config import BertConfig
-from .encoder import BertEncoder, _init_weights
+from .encoder import BertEncoder
 
 
 class MaskedLMHead(nn.Module):
@@ -53,8 +54,8 @@ class BertForPretraining(BertEncoder):
         super().__init__(config)
         self.mlm_head = MaskedLMHead(config, self.embeddings.pieces)
         self.nsp_head = NextSentenceHead(config)
-        self.mlm_head.apply(_init_weights)
-        self.nsp_head.apply(_init_weights)
+        self.mlm_head.apply(init_normal)
+        self.nsp_head.apply(init_normal)
 
     def heads(self, out: EncoderOutput) -> Tuple[torch.Tensor, torch.Tensor]:
         """MLM logits (B, T, n_pieces) and NSP logits (B, 2) of an encoder output."""

@@ -1,10 +1,11 @@
 """GPT hyper-parameters; one config covers GPT-1 (post-LN) and GPT-2 (pre-LN)."""
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict
+from dataclasses import dataclass
+
+from ..config import DictConfig
 
 
 @dataclass
-class GptConfig:
+class GptConfig(DictConfig):
     """Hyper-parameters of a GPT decoder. Defaults are GPT-2 small (Radford et al. 2019).
 
     n_pieces (int): vocabulary size (50257 for GPT-2, 40478 for GPT-1).
@@ -33,14 +34,3 @@ class GptConfig:
     layer_norm_eps: float = 1e-5
     activation: str = "gelu_tanh"
     pre_norm: bool = True
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "GptConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"Unknown GptConfig field(s) {unknown}; known fields: {sorted(known)}")
-        return cls(**data)

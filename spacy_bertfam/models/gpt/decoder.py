@@ -17,6 +17,7 @@ from torch import nn
 
 from ..layers import TransformerBlock
 from ..layers.attention import KVCache
+from ..layers.init import init_normal
 from ..output import EncoderOutput
 from .config import GptConfig
 
@@ -67,14 +68,7 @@ class GptDecoder(nn.Module):
 
     def reset_parameters(self) -> None:
         """GPT-2's initialisation: normal(0, 0.02), zero biases, unit LayerNorms."""
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, std=0.02)
-                if isinstance(module, nn.Linear):
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.LayerNorm):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        self.apply(init_normal)
 
     def forward(
         self,
