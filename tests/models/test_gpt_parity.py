@@ -44,9 +44,10 @@ def test_gpt_layers_and_logits_match_hugging_face(pair, side):
     with torch.no_grad():
         out = ours(ids, mask, positions)
         want = ref(input_ids=ids, attention_mask=mask, position_ids=positions, output_hidden_states=True)
+        logits = ours.logits(out.layers[-1])
     keep = mask.bool()
     errors = [float((a[keep] - b[keep]).abs().max()) for a, b in zip(out.layers, want.hidden_states)]
-    logits_error = float((ours.logits(out.layers[-1])[keep] - want.logits[keep]).abs().max())
+    logits_error = float((logits[keep] - want.logits[keep]).abs().max())
     print(f"{name} {side}-padded max-abs per layer {errors}, logits {logits_error}")
     assert len(errors) == 4
     assert max(errors) <= 1e-5 and logits_error <= 1e-5
