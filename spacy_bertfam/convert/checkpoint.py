@@ -47,9 +47,10 @@ class Checkpoint:
 
 def _config_classes() -> Dict[str, Any]:
     from ..models.bert import BertConfig
+    from ..models.elmo import ElmoConfig
     from ..models.gpt import GptConfig
 
-    return {"bert": BertConfig, "gpt": GptConfig}
+    return {"bert": BertConfig, "gpt": GptConfig, "elmo": ElmoConfig}
 
 
 def save_checkpoint(directory: Union[str, Path], checkpoint: Checkpoint) -> Path:
@@ -99,9 +100,10 @@ def read_our_checkpoint(directory: Path) -> Checkpoint:
 def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     """Read a checkpoint of any supported format from `path`.
 
-    Supported: our own format, Hugging Face BERT, GPT-2 and GPT-1 directories.
+    Supported: our own format, Hugging Face BERT, GPT-2 and GPT-1 directories, and
+    bilm-tf ELMo directories (options.json + an HDF5 weight file).
     """
-    from . import hf_bert, hf_gpt
+    from . import bilm_hdf5, hf_bert, hf_gpt
 
     directory = Path(path)
     if not directory.exists():
@@ -110,6 +112,7 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
         (is_our_checkpoint, read_our_checkpoint),
         (hf_bert.detect, hf_bert.read),
         (hf_gpt.detect, hf_gpt.read),
+        (bilm_hdf5.detect, bilm_hdf5.read),
     ]
     if not directory.is_dir():
         raise CheckpointError(f"A checkpoint is a directory; {directory} is a file")
@@ -119,7 +122,8 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     raise CheckpointError(
         f"{directory} holds no checkpoint that spacy-bertfam can read: expected our own "
         "format (config.json with a 'spacy_bertfam' section) or a Hugging Face BERT, "
-        "GPT-2 or GPT-1 directory (config.json with model_type 'bert', 'gpt2' or 'openai-gpt')"
+        "GPT-2 or GPT-1 directory (config.json with model_type 'bert', 'gpt2' or 'openai-gpt'), "
+        "or a bilm-tf ELMo directory (options.json + one .hdf5 weight file)"
     )
 
 

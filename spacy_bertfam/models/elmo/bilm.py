@@ -1,0 +1,94 @@
+"""The ELMo bidirectional language model (Peters et al. 2018, https://arxiv.org/abs/1802.05365).
+
+Token representation from characters (shared by both directions), separate forward
+and backward stacks of projected LSTMs, and a softmax shared by both directions.
+Layer outputs (what a scalar mix combines): layer 0 is the token representation
+duplicated to the biLSTM width, layer l the concatenation [forward_l; backward_l].
+"""
+from typing import List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..output import EncoderOutput
+from .char_cnn import CharCNN
+from .config import ElmoConfig
+from .lstm import ProjectedLSTMCell, State, run_direction
+
+BiState = Tuple[List[State], List[State]]  # per layer, forward and backward
+
+
+class ElmoBiLM(nn.Module):
+    def __init__(self, config: ElmoConfig):
+        super().__init__()
+        self.config = config
+        self.char_cnn = CharCNN(config)
+        P = config.projection_width
+
+        def stack() -> nn.ModuleList:
+            return nn.ModuleList(
+                ProjectedLSTMCell(P, config.cell_width, P, config.cell_clip, config.projection_clip)
+                for _ in range(config.n_layers)
+            )
+
+        self.forward_layers = stack()
+        self.backward_layers = stack()
+        self.softmax = nn.Linear(P, config.n_words) if config.n_words else None
+        self.dropout = nn.Dropout(config.dropout)
+
+    def reset_parameters(self) -> None:
+        for module in self.modules():
+            if module is not self and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+
+    def initial_state(self, batch_size: int, device: torch.device) -> BiState:
+        zeros = lambda width: torch.zeros(batch_size, width, device=device)  # noqa: E731
+        fresh = [(zeros(self.config.projection_width), zeros(self.config.cell_width))
+                 for _ in range(self.config.n_layers)]
+        return fresh, list(fresh)
+
+    def forward(
+        self, char_ids: torch.Tensor, mask: Optional[torch.Tensor] = None, state: Optional[BiState] = None
+    ) -> Tuple[EncoderOutput, BiState]:
+        """char_ids: (B, T, max_chars), sentence markers included; mask: (B, T) bool.
+
+        state: LSTM states to start from (the stateful mode: pass the returned state
+        of the previous batch); None starts from zeros. Returns the layer outputs
+        (padding rows zero) and the final states.
+        """
+        B, T, _ = char_ids.shape
+        if mask is None:
+            mask = (char_ids > 0).any(-1)
+        if state is None:
+            state = self.initial_state(B, char_ids.device)
+        tokens = self.char_cnn(char_ids) * mask[..., None]
+        layers = [torch.cat([tokens, tokens], dim=-1)]
+        fwd_in = bwd_in = tokens
+        new_fwd, new_bwd = [], []
+        for i in range(self.config.n_layers):
+            fwd, fs = run_direction(self.forward_layers[i], self.dropout(fwd_in), mask, state[0][i], reverse=False)
+            bwd, bs = run_direction(self.backward_layers[i], self.dropout(bwd_in), mask, state[1][i], reverse=True)
+            if self.config.skip_connections and i > 0:
+                fwd, bwd = fwd + fwd_in, bwd + bwd_in
+            layers.append(torch.cat([fwd, bwd], dim=-1))
+            new_fwd.append(fs)
+            new_bwd.append(bs)
+            fwd_in, bwd_in = fwd, bwd
+        return EncoderOutput(layers=layers), (new_fwd, new_bwd)
+
+    def lm_loss(self, output: EncoderOutput, word_ids: torch.Tensor, mask: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Mean next-word NLL of the forward direction and previous-word NLL of the
+        backward direction (the LM loss is their sum).
+
+        word_ids: (B, T) ids in the softmax vocabulary, sentence markers included.
+        """
+        if self.softmax is None:
+            raise ValueError("This ELMo model has no softmax (n_words = 0): it cannot compute the LM loss")
+        P = self.config.projection_width
+        top = output.layers[-1]
+        fwd, bwd = top[..., :P], top[..., P:]
+        both = mask[:, 1:] & mask[:, :-1]
+        forward_nll = F.cross_entropy(self.softmax(fwd[:, :-1][both]), word_ids[:, 1:][both])
+        backward_nll = F.cross_entropy(self.softmax(bwd[:, 1:][both]), word_ids[:, :-1][both])
+        return forward_nll, backward_nll
