@@ -9,7 +9,9 @@ from spacy.util import registry
 from thinc.api import Model
 
 from .layers import build_piece_encoder
+from .layers.elmo_encoder import build_elmo_encoder
 from .models.bert import BertConfig, BertEncoder
+from .models.elmo import ElmoBiLM, ElmoConfig
 from .models.gpt import GptConfig, GptDecoder
 from .types import DocEncoding
 
@@ -151,3 +153,38 @@ def gpt_decoder_v1(
         batch_pieces=batch_pieces,
         words="space_before",
     )
+
+
+@registry.architectures("spacy-bertfam.ElmoBiLM.v1")
+def elmo_bilm_v1(
+    n_characters: int = 262,
+    char_width: int = 16,
+    max_chars: int = 50,
+    filters: List[List[int]] = [[1, 32], [2, 32], [3, 64], [4, 128]],
+    n_highway: int = 1,
+    activation: str = "relu",
+    cell_width: int = 512,
+    projection_width: int = 128,
+    n_layers: int = 2,
+    cell_clip: float = 3.0,
+    projection_clip: float = 3.0,
+    skip_connections: bool = True,
+    n_words: int = 0,
+    dropout: float = 0.1,
+) -> Model[List[Doc], List[DocEncoding]]:
+    """ELMo's biLM over Docs: one vector per token from each of its n_layers + 1 layers.
+
+    Defaults are a small CPU model; the original ELMo is filters [[1,32],[2,32],[3,64],
+    [4,128],[5,256],[6,512],[7,1024]], n_highway 2, cell_width 4096,
+    projection_width 512. The settings must match the loaded checkpoint (see
+    spacy_bertfam.models.elmo.ElmoConfig for each field); layer outputs are
+    2 × projection_width wide.
+    """
+    config = ElmoConfig(
+        n_characters=n_characters, char_width=char_width, max_chars=max_chars,
+        filters=[tuple(f) for f in filters], n_highway=n_highway, activation=activation,
+        cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
+        cell_clip=cell_clip, projection_clip=projection_clip, skip_connections=skip_connections,
+        n_words=n_words, dropout=dropout,
+    )
+    return build_elmo_encoder(ElmoBiLM(config))

@@ -12,7 +12,7 @@ with `nlp.to_disk` loads without the checkpoint directory.
 import logging
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 from spacy.util import registry
 from thinc.api import Model
@@ -56,7 +56,8 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
             "component's [model] block: " + "; ".join(differences)
         )
     load_state(module, checkpoint.state, source=checkpoint.source, optional=_HEADS)
-    model.attrs["tokenizer"] = checkpoint.tokenizer
+    if checkpoint.tokenizer is not None:
+        model.attrs["tokenizer"] = checkpoint.tokenizer
     model.attrs["source"] = checkpoint.source
     logger.info("Loaded %s encoder weights from %s", family, checkpoint.source)
 
@@ -99,25 +100,29 @@ def load_tokenizer(path: Union[str, Path], *, lowercase: bool = True) -> PieceTo
 
 
 @registry.misc("spacy-bertfam.RandomInit.v1")
-def random_init(vocab: Union[str, Path], lowercase: bool = True, seed: int = 0) -> EncoderLoader:
+def random_init(vocab: Optional[Union[str, Path]] = None, lowercase: bool = True, seed: int = 0) -> EncoderLoader:
     """Random weights with a given vocabulary: for smoke runs and training from scratch.
 
-    vocab (Path): `tokenizer.json`, WordPiece `vocab.txt`, or a directory holding one.
+    vocab (Optional[Path]): `tokenizer.json`, WordPiece `vocab.txt`, or a directory
+        holding one; null for ELMo, which reads characters.
     lowercase (bool): for a `vocab.txt`: the vocabulary is uncased.
     seed (int): torch seed for the initial weights.
     """
 
     def load(model: Model) -> None:
-        tokenizer = load_tokenizer(vocab, lowercase=lowercase)
         module = torch_encoder(model)
-        if tokenizer.n_pieces != module.config.n_pieces:
-            raise CheckpointError(
-                f"The vocabulary {vocab} has {tokenizer.n_pieces} pieces but the encoder is "
-                f"configured for n_pieces = {module.config.n_pieces}; make them agree"
-            )
+        if "tokenizer" in model.attrs:
+            if vocab is None:
+                raise ValueError(f"A {model.attrs['family']} encoder needs a vocabulary: set vocab")
+            tokenizer = load_tokenizer(vocab, lowercase=lowercase)
+            if tokenizer.n_pieces != module.config.n_pieces:
+                raise CheckpointError(
+                    f"The vocabulary {vocab} has {tokenizer.n_pieces} pieces but the encoder is "
+                    f"configured for n_pieces = {module.config.n_pieces}; make them agree"
+                )
+            model.attrs["tokenizer"] = tokenizer
         torch.manual_seed(seed)
         module.reset_parameters()
-        model.attrs["tokenizer"] = tokenizer
         model.attrs["source"] = f"random (seed {seed})"
         logger.warning(
             "%s encoder randomly initialised (seed %d), vocabulary from %s", model.attrs["family"], seed, vocab

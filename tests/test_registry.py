@@ -6,12 +6,13 @@ REGISTERED = {
     "architectures": [
         "spacy-bertfam.BertEncoder.v1",
         "spacy-bertfam.GptDecoder.v1",
+        "spacy-bertfam.ElmoBiLM.v1",
         "spacy-bertfam.EncoderListener.v1",
         "spacy-bertfam.PooledEncoder.v1",
     ],
     "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1",
              "spacy-bertfam.RandomInit.v1"],
-    "factories": ["bert_encoder", "gpt_lm"],
+    "factories": ["bert_encoder", "gpt_lm", "elmo_features"],
 }
 
 

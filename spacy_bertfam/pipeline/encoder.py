@@ -308,7 +308,7 @@ class EncoderComponent(TrainablePipe):
         """
         if encoder_loader is not None:
             encoder_loader(self.model)
-        elif not self.model.attrs["tokenizer"].is_loaded:
+        elif not self.model.attrs["source"]:
             raise ValueError(
                 f"{self.name}: no weights to initialise from. Set a loader, e.g.\n"
                 f"[initialize.components.{self.name}.encoder_loader]\n"
@@ -377,32 +377,30 @@ def pooled_encoder_v1(
     return chain(encoder, pooler)
 
 
-@Language.factory(
-    "bert_encoder",
-    default_config={"model": DEFAULT_BERT_MODEL, **DEFAULT_COMPONENT_CONFIG},
+def _make_factory(name: str, default_model: Dict, doc: str):
+    """Register an encoder factory `name` with the shared settings."""
+
+    def make(nlp: Language, name: str, model: Model, set_doc_tensor: bool, tensor_layer: int,
+             tensor_pooling: Optional[str], user_hooks: bool, store_all_layers: bool,
+             drop_outputs: bool, sort_batches: int) -> EncoderComponent:
+        return EncoderComponent(
+            nlp.vocab, model, name, set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer,
+            tensor_pooling=tensor_pooling, user_hooks=user_hooks, store_all_layers=store_all_layers,
+            drop_outputs=drop_outputs, sort_batches=sort_batches,
+        )
+
+    make.__doc__ = doc
+    return Language.factory(name, default_config={"model": default_model, **DEFAULT_COMPONENT_CONFIG})(make)
+
+
+DEFAULT_ELMO_MODEL = {"@architectures": "spacy-bertfam.ElmoBiLM.v1"}
+
+make_elmo_features = _make_factory(
+    "elmo_features", DEFAULT_ELMO_MODEL,
+    "ELMo features; listeners mix its layers with a learned scalar mix per task.",
 )
-def make_bert_encoder(
-    nlp: Language,
-    name: str,
-    model: Model,
-    set_doc_tensor: bool,
-    tensor_layer: int,
-    tensor_pooling: Optional[str],
-    user_hooks: bool,
-    store_all_layers: bool,
-    drop_outputs: bool,
-    sort_batches: int,
-) -> EncoderComponent:
-    """A BERT encoder component; see `EncoderComponent` for the settings."""
-    return EncoderComponent(
-        nlp.vocab,
-        model,
-        name,
-        set_doc_tensor=set_doc_tensor,
-        tensor_layer=tensor_layer,
-        tensor_pooling=tensor_pooling,
-        user_hooks=user_hooks,
-        store_all_layers=store_all_layers,
-        drop_outputs=drop_outputs,
-        sort_batches=sort_batches,
-    )
+
+
+make_bert_encoder = _make_factory(
+    "bert_encoder", DEFAULT_BERT_MODEL, "A BERT encoder component; its listeners read doc._.bertfam[name].",
+)
