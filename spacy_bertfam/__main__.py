@@ -35,6 +35,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     gpt.add_argument("--lr", type=float, default=1e-3)
     gpt.add_argument("--eval-every", type=int, default=200)
     gpt.add_argument("--seed", type=int, default=0)
+    elmo = sub.add_parser("pretrain-elmo", help="pretrain a small ELMo biLM on plain text")
+    elmo.add_argument("output")
+    elmo.add_argument("--train", nargs="+", required=True, help="plain-text files")
+    elmo.add_argument("--n-words", type=int, default=20000, help="softmax vocabulary (adaptive softmax)")
+    elmo.add_argument("--cell-width", type=int, default=512)
+    elmo.add_argument("--projection-width", type=int, default=128)
+    elmo.add_argument("--sequence-length", type=int, default=20)
+    elmo.add_argument("--batch-size", type=int, default=32)
+    elmo.add_argument("--steps", type=int, default=2000)
+    elmo.add_argument("--max-minutes", type=float, default=None)
+    elmo.add_argument("--lr", type=float, default=2e-3)
+    elmo.add_argument("--eval-every", type=int, default=200)
+    elmo.add_argument("--seed", type=int, default=0)
     ner = sub.add_parser("convert-ner", help="CoNLL token/tag file -> .spacy (tab-only lines break sentences)")
     ner.add_argument("input")
     ner.add_argument("output")
@@ -56,6 +69,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _init_encoder(args.output, args.pretrained, args.checkpoint)
     elif args.command == "pretrain-gpt":
         _pretrain_gpt(args)
+    elif args.command == "pretrain-elmo":
+        _pretrain_elmo(args)
     elif args.command == "convert-ner":
         _convert_ner(args.input, args.output)
     elif args.command == "convert-textcat":
@@ -82,6 +97,20 @@ def _pretrain_gpt(args: argparse.Namespace) -> None:
         config=config, settings=settings, vocab=Path(args.gpt2_vocab) if args.gpt2_vocab else None,
         block_size=args.block_size, batch_size=args.batch_size, seed=args.seed,
     )
+    print(f"before: {records[0]}\nafter:  {records[-1]}\ncheckpoint: {Path(args.output) / 'final'}")
+
+
+def _pretrain_elmo(args: argparse.Namespace) -> None:
+    from .models.elmo import ElmoConfig
+    from .pretraining.bilm import pretrain_elmo
+    from .pretraining.loop import LoopSettings
+
+    config = ElmoConfig(cell_width=args.cell_width, projection_width=args.projection_width,
+                        n_words=args.n_words, softmax="adaptive", dropout=0.1)
+    settings = LoopSettings(steps=args.steps, max_minutes=args.max_minutes, lr=args.lr,
+                            eval_every=args.eval_every, warmup=min(100, args.steps // 10), betas=(0.9, 0.999))
+    records = pretrain_elmo(Path(args.output), [Path(p) for p in args.train], config=config, settings=settings,
+                            sequence_length=args.sequence_length, batch_size=args.batch_size, seed=args.seed)
     print(f"before: {records[0]}\nafter:  {records[-1]}\ncheckpoint: {Path(args.output) / 'final'}")
 
 

@@ -28,12 +28,13 @@ logger = logging.getLogger("spacy_bertfam")
 
 EncoderLoader = Callable[[Model], None]
 
-# Dropout rates may differ from the checkpoint's; every other setting must match.
+# Dropout rates and the LM output layer (absent when only features are wanted) may
+# differ from the checkpoint's; every other setting must match.
 def _training_only(name: str) -> bool:
-    return name.endswith("dropout")
+    return name.endswith("dropout") or name in ("n_words", "softmax")
 
 
-_HEADS = ("mlm_head.", "nsp_head.")
+_HEADS = ("mlm_head.", "nsp_head.", "softmax.")
 
 
 def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:

@@ -80,7 +80,7 @@ def pretrain_gpt(
     def evaluate(m: GptDecoder) -> Dict[str, float]:
         return {f"{name}_ppl": perplexity(mean_nll(m, data)) for name, data in evals.items()}
 
-    records = train(model, stream, causal_lm_loss, evaluate, settings,
+    records = train(model, stream, lambda m, b: (causal_lm_loss(m, b), b[:, 1:].numel()), evaluate, settings,
                     log_path=output / "log.jsonl", unit="pieces")
     save_checkpoint(output / "final", Checkpoint("gpt", config, model.state_dict(), tokenizer, "pretrain-gpt"))
     return records

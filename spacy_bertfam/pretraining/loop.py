@@ -4,7 +4,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -50,8 +50,8 @@ def warmup_linear(step: int, warmup: int, total: int) -> float:
 
 def train(
     model: nn.Module,
-    batches: Iterator[torch.Tensor],
-    loss_fn: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+    batches: Iterator[Any],
+    loss_fn: Callable[[nn.Module, Any], Tuple[torch.Tensor, int]],
     evaluate: Callable[[nn.Module], Dict[str, float]],
     settings: LoopSettings,
     *,
@@ -59,7 +59,8 @@ def train(
     unit: str = "pieces",
 ) -> List[Dict[str, float]]:
     """Train until `settings.steps` or `max_minutes` of training (evaluations not
-    counted); log every evaluation as JSON lines.
+    counted); log every evaluation as JSON lines. `loss_fn` returns the loss and
+    the number of units (pieces, words) the batch trained on.
 
     Returns the evaluation records (the first is before any update).
     """
@@ -77,13 +78,13 @@ def train(
     for step in range(1, settings.steps + 1):
         model.train()
         batch = next(batches)
-        loss = loss_fn(model, batch)
+        loss, units = loss_fn(model, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
         optimizer.step()
         schedule.step()
-        seen += batch.numel()
+        seen += units
         elapsed = time.perf_counter() - start - eval_seconds
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}", **{f"{unit}/s": f"{seen / elapsed:.0f}"})

@@ -34,7 +34,12 @@ class ElmoBiLM(nn.Module):
 
         self.forward_layers = stack()
         self.backward_layers = stack()
-        self.softmax = nn.Linear(P, config.n_words) if config.n_words else None
+        self.softmax: Optional[nn.Module] = None
+        if config.n_words and config.softmax == "full":
+            self.softmax = nn.Linear(P, config.n_words)
+        elif config.n_words:
+            cutoffs = [c for c in (2000, 10000) if c < config.n_words - 1]
+            self.softmax = nn.AdaptiveLogSoftmaxWithLoss(P, config.n_words, cutoffs=cutoffs or [config.n_words // 2], div_value=4.0)
         self.dropout = nn.Dropout(config.dropout)
 
     def reset_parameters(self) -> None:
@@ -89,6 +94,10 @@ class ElmoBiLM(nn.Module):
         top = output.layers[-1]
         fwd, bwd = top[..., :P], top[..., P:]
         both = mask[:, 1:] & mask[:, :-1]
-        forward_nll = F.cross_entropy(self.softmax(fwd[:, :-1][both]), word_ids[:, 1:][both])
-        backward_nll = F.cross_entropy(self.softmax(bwd[:, 1:][both]), word_ids[:, :-1][both])
-        return forward_nll, backward_nll
+        return (self._nll(fwd[:, :-1][both], word_ids[:, 1:][both]),
+                self._nll(bwd[:, 1:][both], word_ids[:, :-1][both]))
+
+    def _nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.softmax, nn.AdaptiveLogSoftmaxWithLoss):
+            return self.softmax(hidden, targets).loss
+        return F.cross_entropy(self.softmax(hidden), targets)

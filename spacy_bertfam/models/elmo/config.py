@@ -22,6 +22,7 @@ class ElmoConfig(DictConfig):
     cell_clip (float), projection_clip (float): clipping of memory and outputs (3).
     skip_connections (bool): residual connections from layer 1 upward.
     n_words (int): word vocabulary of the LM softmax (0: no softmax).
+    softmax (str): "full", or "adaptive" (Grave et al. 2017) for large vocabularies.
     dropout (float): dropout between layers when training.
     """
 
@@ -38,9 +39,12 @@ class ElmoConfig(DictConfig):
     projection_clip: float = 3.0
     skip_connections: bool = True
     n_words: int = 0
+    softmax: str = "full"
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
         self.filters = [tuple(f) for f in self.filters]  # JSON gives lists
         if self.activation not in ("relu", "tanh"):
             raise ValueError(f"activation must be 'relu' or 'tanh', got '{self.activation}'")
+        if self.softmax not in ("full", "adaptive"):
+            raise ValueError(f"softmax must be 'full' or 'adaptive', got '{self.softmax}'")

@@ -25,8 +25,12 @@ class ProjectedLSTMCell(nn.Module):
         self.projection_clip = projection_clip
 
     def forward(self, x: torch.Tensor, state: State) -> State:
+        return self.step(self.input_linearity(x), state)
+
+    def step(self, projected_x: torch.Tensor, state: State) -> State:
+        """One step from the input's share of the gates, `input_linearity(x)`, precomputed."""
         h, c = state
-        gates = self.input_linearity(x) + self.state_linearity(h)
+        gates = projected_x + self.state_linearity(h)
         i, f, g, o = gates.split(self.cell_width, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(g) + torch.sigmoid(f) * c
         c = c.clamp(-self.cell_clip, self.cell_clip)
@@ -41,10 +45,14 @@ def run_direction(cell: ProjectedLSTMCell, x: torch.Tensor, mask: torch.Tensor, 
     B, T, _ = x.shape
     outputs: List[Optional[torch.Tensor]] = [None] * T
     h, c = state
+    # One matrix product for all steps; unbind once (indexing a step at a time would
+    # make autograd build a full-size zero gradient per step).
+    projected = cell.input_linearity(x).unbind(1)
+    keeps = mask[..., None].unbind(1)
     steps = range(T - 1, -1, -1) if reverse else range(T)
     for t in steps:
-        new_h, new_c = cell(x[:, t], (h, c))
-        keep = mask[:, t, None]
+        new_h, new_c = cell.step(projected[t], (h, c))
+        keep = keeps[t]
         h = torch.where(keep, new_h, h)
         c = torch.where(keep, new_c, c)
         outputs[t] = new_h * keep
