@@ -1,5 +1,7 @@
 """spacy-bertfam vs spacy-transformers 1.4, side by side: same MiniLM weights, heads, data, budget.
 
+Runs whose bench/runs/<name>/model-last exists are evaluated again, not retrained.
+
     .venv/bin/python bench/compare_peer.py                 # accuracy + speed (about 1.5 h on 2 cores)
     .venv/bin/python bench/compare_peer.py --only speed
     .venv/bin/python bench/compare_peer.py --only accuracy --seeds 0
@@ -68,9 +70,14 @@ def train_and_evaluate(system: str, task: str, seed: int) -> Dict:
            "--paths.train", str(train), "--paths.dev", str(dev), "--system.seed", str(seed)]
     if system == "peer":
         cmd += ["--paths.minilm", minilm()]
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env(), stdout=subprocess.DEVNULL)
-    seconds = time.perf_counter() - start
+    timing = out / "train_seconds.json"
+    if (out / "model-last").exists():  # finished earlier: evaluate it again, keep its timing
+        seconds = json.loads(timing.read_text()) if timing.exists() else None
+    else:
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, env=env(), stdout=subprocess.DEVNULL)
+        seconds = time.perf_counter() - start
+        timing.write_text(json.dumps(seconds))
     metrics = out / "metrics.json"
     subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(out / "model-last"), str(dev),
                     "--output", str(metrics)], check=True, env=env(), stdout=subprocess.DEVNULL)
@@ -152,7 +159,8 @@ def table(accuracy: List[Dict], speed: List[Dict]) -> str:
                 lines.append("| " + " | ".join(row) + " |")
         for task in ("ner", "textcat"):
             for system in ("ours", "peer"):
-                secs = [r["train_seconds"] for r in accuracy if r["system"] == system and r["task"] == task]
+                secs = [r["train_seconds"] for r in accuracy
+                        if r["system"] == system and r["task"] == task and r["train_seconds"] is not None]
                 if secs:
                     lines.append(f"\n{system} {task}: spacy train wall time per run {mean(secs):.0f} s")
     if speed:
