@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The measurements behind the closing notes of the GPT and ELMo issues, in sequence:
+# generation speed, the GPT configs trained from the CPU-pretrained GPT, ELMo
+# pretraining and the ELMo NER config trained from it. Needs corpus/ (see README)
+# and training/gpt_pretrain/final (python -m spacy_bertfam pretrain-gpt ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py=.venv/bin/python
+out=bench/results
+mkdir -p "$out"
+export OMP_NUM_THREADS=2 MKL_NUM_THREADS=2
+$py bench/gpt_generation.py --checkpoint training/gpt_pretrain/final | tee "$out/gpt_generation.md"
+for task in textcat ner; do
+  case $task in
+    textcat) train=corpus/banking77/train.spacy dev=corpus/banking77/dev.spacy ;;
+    ner) train=corpus/wnut17_train.spacy dev=corpus/wnut17_dev.spacy ;;
+  esac
+  $py -m spacy train configs/${task}_gpt.cfg --output training/${task}_gpt --paths.train $train --paths.dev $dev \
+      --paths.gpt_checkpoint training/gpt_pretrain/final > training/${task}_gpt.log 2>&1
+  $py -m spacy evaluate training/${task}_gpt/model-last $dev --output "$out/${task}_gpt.json" | tail -20
+done
+if [ ! -d training/elmo_pretrain/final ]; then
+  $py -m spacy_bertfam pretrain-elmo training/elmo_pretrain --train ../shared/data/raw_text/janeausten_6novels.txt \
+      --max-minutes "${ELMO_MINUTES:-12}" --steps 2000 > training/elmo_pretrain.log 2>&1
+fi
+$py -m spacy train configs/ner_elmo.cfg --output training/ner_elmo --paths.train corpus/wnut17_train.spacy \
+    --paths.dev corpus/wnut17_dev.spacy --paths.elmo_checkpoint training/elmo_pretrain/final > training/ner_elmo.log 2>&1
+$py -m spacy evaluate training/ner_elmo/model-last corpus/wnut17_dev.spacy --output "$out/ner_elmo.json" | tail -20
