@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The measurements behind the closing notes of the GPT and ELMo issues, in sequence:
-# generation speed, the GPT configs trained from the CPU-pretrained GPT, ELMo
-# pretraining and the ELMo NER config trained from it. Needs corpus/ (see README)
+# the GPT configs trained from the CPU-pretrained GPT, ELMo pretraining and the ELMo
+# NER config trained from it. (Speed: bench/gpt_generation.py, run on a quiet machine.) Needs corpus/ (see README)
 # and training/gpt_pretrain/final (python -m spacy_bertfam pretrain-gpt ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python
 out=bench/results
 mkdir -p "$out"
-export OMP_NUM_THREADS=2 MKL_NUM_THREADS=2
-$py bench/gpt_generation.py --checkpoint training/gpt_pretrain/final | tee "$out/gpt_generation.md"
+export OMP_NUM_THREADS="${THREADS:-2}" MKL_NUM_THREADS="${THREADS:-2}"
 for task in textcat ner; do
   case $task in
     textcat) train=corpus/banking77/train.spacy dev=corpus/banking77/dev.spacy ;;
