@@ -1,4 +1,5 @@
 """Shared fixtures: tiny random Hugging Face BERT checkpoints and the MiniLM weights."""
+import os
 from pathlib import Path
 
 import pytest
@@ -6,7 +7,8 @@ import torch
 
 from spacy_bertfam.pretrained import pretrained_path
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The shared data folder beside the checkout (as CI lays it out), or $SPACY_BERTFAM_SHARED_DATA.
+SHARED_DATA = Path(os.environ.get("SPACY_BERTFAM_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 TINY_HF_CONFIG = dict(
     vocab_size=120,
