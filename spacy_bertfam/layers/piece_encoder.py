@@ -130,7 +130,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
             "spacy-bertfam.CheckpointLoader.v1), or ask for random initialisation there"
         )
     pieces = align_tokens(
-        tokenizer, [_words(doc, model.attrs["words"]) for doc in docs],
+        tokenizer, [token_words(doc, model.attrs["words"]) for doc in docs],
         unk_id=tokenizer.piece_id(model.attrs["unknown"]),
     )
     plan = plan_windows(
@@ -175,7 +175,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
     return encodings, backprop
 
 
-def _words(doc: Doc, mode: str) -> List[str]:
+def token_words(doc: Doc, mode: str) -> List[str]:
+    """What the tokenizer sees of each token: "text", or "space_before" (see build_piece_encoder)."""
     if mode == "text":
         return [t.text for t in doc]
     # The whitespace before each token is the previous token's trailing whitespace.

@@ -21,6 +21,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..layers import torch_encoder
+from ..layers.piece_encoder import token_words
 from ..models.gpt import check_sampling, generate, piece_logprobs
 from ..tokenization import PieceTokenizer
 from ..types import DocEncoding
@@ -87,8 +88,7 @@ class GptLmComponent(EncoderComponent):
 
     def set_lm_scores(self, docs: Sequence[Doc]) -> None:
         """Set doc._.perplexity and the per-token log-probabilities."""
-        words_ids = self.tokenizer.encode_words(
-            [[(d[t.i - 1].whitespace_ if t.i else "") + t.text for t in d] for d in docs])
+        words_ids = self.tokenizer.encode_words([token_words(d, "space_before") for d in docs])
         pieces = [[p for word in doc_words for p in word] for doc_words in words_ids]
         logprobs = piece_logprobs(torch_encoder(self.model), pieces, bos_id=self._bos_id(),
                                   window=self.model.attrs["window"], stride=self.model.attrs["stride"])
