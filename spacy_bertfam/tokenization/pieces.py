@@ -6,7 +6,7 @@ windowed by the caller, never cut), it knows the ids of its special pieces, and 
 serialises to the `tokenizer.json` string of the `tokenizers` library.
 """
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -103,6 +103,16 @@ class PieceTokenizer:
                 if word is not None:
                     per_word[word].append(piece)
             out.append(per_word)
+        return out
+
+    def encode_plain(self, texts: Sequence[str]) -> List[Tuple[np.ndarray, np.ndarray]]:
+        """Piece ids of each text without special pieces, and a bool array marking
+        the pieces that start a word (for whole-word masking)."""
+        out = []
+        for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False):
+            words = enc.word_ids
+            starts = [w is not None and (i == 0 or words[i - 1] != w) for i, w in enumerate(words)]
+            out.append((np.asarray(enc.ids, dtype=np.int64), np.asarray(starts, dtype=bool)))
         return out
 
     def decode(self, ids: Sequence[int]) -> str:

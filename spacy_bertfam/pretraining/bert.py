@@ -1,0 +1,223 @@
+"""BERT's pretraining objective: masked LM + next-sentence prediction (Devlin et al. 2018).
+
+Documents are split into sentences by spaCy's rule-based `sentencizer`, sentences
+into WordPiece pieces; `nsp.document_instances` pairs them and `masking` corrupts
+each instance when it is batched, from a seed derived from the instance's number in
+the stream (dynamic masking that every process of a distributed run agrees on).
+Loss = mean MLM cross-entropy over the selected positions + mean NSP cross-entropy.
+"""
+import logging
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import spacy
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
+from ..models.bert import BertConfig, BertForPretraining
+from ..tokenization import PieceTokenizer, train_wordpiece
+from .documents import DocKey
+from .masking import MaskingScheme
+from .nsp import Instance, Sentence, document_instances
+from .objective import Batch, Objective
+from .stream import ExampleMaker, Numbered
+
+logger = logging.getLogger("spacy_bertfam")
+
+HEADS = ("mlm_head.", "nsp_head.")
+HELDOUT_NUMBERS = 10**15  # held-out instances are masked from numbers no training example gets
+
+
+class SentenceSplitter:
+    """Text -> sentences of pieces, with spaCy's rule-based sentencizer."""
+
+    def __init__(self, tokenizer: PieceTokenizer):
+        self.nlp = spacy.blank("en")
+        self.nlp.add_pipe("sentencizer")
+        self.tokenizer = tokenizer
+
+    def __call__(self, text: str) -> List[Sentence]:
+        # Paragraphs separately: sentences never cross them, and no text exceeds
+        # spaCy's max_length however long the document.
+        paragraphs = [p for p in text.split("\n\n") if p.strip()]
+        sentences = [s.text for doc in self.nlp.pipe(paragraphs) for s in doc.sents if s.text.strip()]
+        encoded = self.tokenizer.encode_plain(sentences)
+        return [Sentence(ids.astype(np.int32), starts) for ids, starts in encoded if len(ids)]
+
+
+class InstanceMaker(ExampleMaker):
+    """Documents -> NSP instances; keeps the last `pool_size` documents for NotNext."""
+
+    def __init__(self, splitter: SentenceSplitter, *, seed: int, pool_size: int, max_length: int,
+                 short_seq_prob: float, cls_id: int, sep_id: int):
+        super().__init__()
+        self.split = splitter
+        self.seed = seed
+        self.settings = dict(max_length=max_length, short_seq_prob=short_seq_prob, cls_id=cls_id, sep_id=sep_id)
+        self.pool: Deque[List[Sentence]] = deque(maxlen=pool_size)
+        self.waiting: List[Tuple[DocKey, List[Sentence]]] = []
+
+    def make(self, key: DocKey, text: str) -> List[Instance]:
+        doc = self.split(text)
+        if not doc:
+            return []
+        if not self.pool:  # the very first document waits for another to draw NotNext from
+            self.pool.append(doc)
+            self.waiting.append((key, doc))
+            return []
+        out = []
+        for waiting_key, waiting_doc in self.waiting:
+            out += self._instances(waiting_key, waiting_doc, [doc])
+        self.waiting = []
+        out += self._instances(key, doc, list(self.pool))
+        self.pool.append(doc)
+        return out
+
+    def _instances(self, key: DocKey, doc: List[Sentence], others: Sequence[List[Sentence]]) -> List[Instance]:
+        rng = np.random.default_rng([self.seed, 1, *key])
+        return document_instances(doc, others, rng, **self.settings)
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {**super().state_dict(), "pool": list(self.pool), "waiting": list(self.waiting)}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.pool = deque(state["pool"], maxlen=self.pool.maxlen)
+        self.waiting = list(state["waiting"])
+
+
+class BertPretraining(Objective):
+    """MLM + NSP from scratch (new WordPiece vocabulary) or continued from `init`.
+
+    init: a BERT checkpoint (ours or Hugging Face) to continue pretraining; its
+        sizes and vocabulary are used, and missing MLM/NSP heads are created fresh
+        (logged). None: a new model with `config`, vocabulary trained on the corpus.
+    config: model sizes for a new model (its n_pieces is the vocabulary size to train).
+    dropout: hidden and attention dropout during pretraining (0.1 in the paper).
+    """
+
+    family = "bert"
+    unit = "pieces"
+
+    def __init__(self, *, init: Optional[Path], config: BertConfig, dropout: float, max_length: int,
+                 short_seq_prob: float, mask_rate: float, whole_word: bool, pool_size: int, lowercase: bool,
+                 vocab_documents: int, heldout_instances: int, seed: int):
+        self.init = Path(init) if init else None
+        self.config = config
+        self.dropout = dropout
+        self.max_length = max_length
+        self.short_seq_prob = short_seq_prob
+        self.mask_rate = mask_rate
+        self.whole_word = whole_word
+        self.pool_size = pool_size
+        self.lowercase = lowercase
+        self.vocab_documents = vocab_documents
+        self.heldout_instances = heldout_instances
+        self.seed = seed
+        self.tokenizer: Optional[PieceTokenizer] = None
+
+    # -- model -------------------------------------------------------------
+    def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        if self.init is not None:
+            checkpoint = read_checkpoint(self.init)
+            if checkpoint.family != "bert":
+                raise ValueError(f"{self.init} is a {checkpoint.family} checkpoint, not BERT")
+            return self._from_checkpoint(checkpoint)
+        texts = (text for _, (_, text) in zip(range(self.vocab_documents), train_documents))
+        tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces, lowercase=self.lowercase)
+        logger.info("Trained a WordPiece vocabulary of %d pieces", tokenizer.n_pieces)
+        self._use(tokenizer)
+        config = replace(self.config, n_pieces=tokenizer.n_pieces, hidden_dropout=self.dropout,
+                         attention_dropout=self.dropout)
+        return BertForPretraining(config)
+
+    def _from_checkpoint(self, checkpoint: Checkpoint) -> BertForPretraining:
+        if checkpoint.tokenizer is None:
+            raise ValueError(f"{checkpoint.source} has no tokenizer")
+        self._use(checkpoint.tokenizer)
+        config = replace(checkpoint.config, hidden_dropout=self.dropout, attention_dropout=self.dropout)
+        if config.n_positions < self.max_length:
+            raise ValueError(f"max_length {self.max_length} exceeds the model's {config.n_positions} positions")
+        model = BertForPretraining(config)
+        load_state(model, checkpoint.state, source=checkpoint.source, optional=HEADS)
+        return model
+
+    def _use(self, tokenizer: PieceTokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.ids = {p: tokenizer.piece_id(p) for p in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")}
+        self.scheme = MaskingScheme(self.ids["[MASK]"], tokenizer.special_ids(), tokenizer.n_pieces,
+                                    rate=self.mask_rate, whole_word=self.whole_word)
+
+    def save(self, model: nn.Module, directory: Path) -> None:
+        save_checkpoint(directory, Checkpoint("bert", model.config, model.state_dict(), self.tokenizer, "bertfam-pretrain"))
+
+    def load(self, directory: Path) -> nn.Module:
+        return self._from_checkpoint(read_checkpoint(directory))
+
+    # -- data --------------------------------------------------------------
+    def maker(self) -> InstanceMaker:
+        return InstanceMaker(SentenceSplitter(self.tokenizer), seed=self.seed, pool_size=self.pool_size,
+                             max_length=self.max_length, short_seq_prob=self.short_seq_prob,
+                             cls_id=self.ids["[CLS]"], sep_id=self.ids["[SEP]"])
+
+    def collate(self, examples: List[Numbered]) -> Batch:
+        B, T = len(examples), max(len(e) for _, e in examples)
+        ids = np.full((B, T), self.ids["[PAD]"], dtype=np.int64)
+        labels = np.full((B, T), -100, dtype=np.int64)
+        types = np.zeros((B, T), dtype=np.int64)
+        mask = np.zeros((B, T), dtype=bool)
+        for row, (number, inst) in enumerate(examples):
+            corrupted, selected = self.scheme(inst.ids, inst.word_start, np.random.default_rng([self.seed, 2, number]))
+            n = len(inst)
+            ids[row, :n] = corrupted
+            labels[row, :n][selected] = inst.ids[selected]
+            types[row, inst.n_first:n] = 1
+            mask[row, :n] = True
+        next_labels = np.asarray([0 if inst.is_next else 1 for _, inst in examples])
+        return {
+            "ids": torch.from_numpy(ids), "types": torch.from_numpy(types), "mask": torch.from_numpy(mask),
+            "labels": torch.from_numpy(labels), "next": torch.from_numpy(next_labels),
+            "counts": {"masked": float((labels >= 0).sum()), "sequences": float(B), "pieces": float(mask.sum())},
+        }
+
+    # -- loss --------------------------------------------------------------
+    def loss(self, model: nn.Module, batch: Batch, totals: Dict[str, float]) -> Tuple[torch.Tensor, Dict[str, float]]:
+        out = model(batch["ids"], batch["mask"], batch["types"])
+        selected = batch["labels"] >= 0
+        # The MLM head runs on the selected positions only, as the reference does.
+        logits = model.mlm_head(out.last_hidden[selected])
+        targets = batch["labels"][selected]
+        mlm = F.cross_entropy(logits, targets, reduction="sum")
+        nsp_logits = model.nsp_head(out.pooled)
+        nsp = F.cross_entropy(nsp_logits, batch["next"], reduction="sum")
+        loss = mlm / max(totals["masked"], 1.0) + nsp / totals["sequences"]
+        stats = {
+            "mlm_loss": float(mlm.detach()), "nsp_loss": float(nsp.detach()),
+            "mlm_correct": float((logits.argmax(-1) == targets).sum()),
+            "nsp_correct": float((nsp_logits.argmax(-1) == batch["next"]).sum()),
+        }
+        return loss, stats
+
+    def report(self, stats: Dict[str, float], totals: Dict[str, float]) -> Dict[str, float]:
+        masked, sequences = max(totals["masked"], 1.0), totals["sequences"]
+        mlm = stats["mlm_loss"] / masked
+        return {"loss": mlm + stats["nsp_loss"] / sequences, "mlm_loss": mlm,
+                "mlm_ppl": float(np.exp(min(mlm, 50.0))), "mlm_acc": stats["mlm_correct"] / masked,
+                "nsp_loss": stats["nsp_loss"] / sequences, "nsp_acc": stats["nsp_correct"] / sequences}
+
+    def heldout(self, documents: Iterator[Tuple[DocKey, str]]) -> List[Batch]:
+        maker = self.maker()
+        instances: List[Instance] = []
+        for inst in maker.examples(documents):
+            instances.append(inst)
+            if len(instances) >= self.heldout_instances:
+                break
+        if not instances:
+            raise ValueError("The held-out documents give no instances: hold out more documents")
+        numbered = [(HELDOUT_NUMBERS + i, inst) for i, inst in enumerate(instances)]
+        return [self.collate(numbered[i : i + 32]) for i in range(0, len(numbered), 32)]

@@ -1,0 +1,61 @@
+"""`python -m spacy bertfam-pretrain CONFIG OUTPUT`: registered with spaCy's CLI
+through the `spacy_cli` entry point. Heavy imports wait until the command runs, so
+every other spaCy command stays as fast as before."""
+from pathlib import Path
+from typing import Any, Dict
+
+import typer
+from spacy.cli._util import Arg, Opt, app, parse_config_overrides
+
+
+@app.command("bertfam-pretrain", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bertfam_pretrain_cli(
+    ctx: typer.Context,
+    config_path: Path = Arg(..., help="Pretraining config (configs/pretrain_{bert,gpt,elmo}.cfg)", exists=True, allow_dash=False),
+    output_path: Path = Arg(..., help="Output directory: last/ (resumable), final/ (the checkpoint), log.jsonl"),
+    gpu_id: int = Opt(-1, "--gpu-id", "-g", help="GPU id, or -1 for CPU (under torchrun: the local rank's GPU)"),
+    resume: bool = Opt(False, "--resume", help="Continue the run in OUTPUT_PATH from its last checkpoint"),
+) -> None:
+    """Pretrain a BERT (masked LM + next sentence), GPT (causal LM) or ELMo (biLM)
+    model from a config; overrides like `spacy train`, e.g. --training.max_steps 1000.
+    Launch with `torchrun --nproc_per_node N -m spacy bertfam-pretrain ...` for
+    data-parallel training."""
+    overrides = parse_config_overrides(ctx.args)
+    run(config_path, output_path, overrides, gpu_id=gpu_id, resume=resume)
+
+
+def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_id: int = -1,
+        resume: bool = False, stop_after: int = None) -> list:
+    """Resolve the config and pretrain; the command's body, callable from Python."""
+    import logging
+    import os
+
+    import torch
+    from spacy import util
+    from spacy.util import registry
+
+    from . import registry as _registered  # noqa: F401  (the config's functions)
+    from .trainer import TrainingSettings, pretrain
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    config = util.load_config(config_path, overrides=overrides, interpolate=True)
+    for section in ("corpus", "objective", "training"):
+        if section not in config:
+            raise ValueError(f"{config_path} has no [{section}] block")
+    resolved = registry.resolve({"corpus": config["corpus"], "objective": config["objective"]})
+    try:
+        settings = TrainingSettings(**config["training"])
+    except TypeError as e:
+        raise ValueError(f"[training] in {config_path}: {e}") from None
+    device = torch.device("cpu")
+    if gpu_id >= 0:
+        if not torch.cuda.is_available():
+            raise ValueError(f"--gpu-id {gpu_id}: torch sees no CUDA device")
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", gpu_id)))
+        torch.cuda.set_device(device)
+    output_path.mkdir(parents=True, exist_ok=True)
+    if int(os.environ.get("RANK", "0")) == 0:
+        config.to_disk(output_path / "config.cfg")
+    corpus = resolved["corpus"]
+    return pretrain(resolved["objective"], corpus.reader("train"), corpus.reader("heldout"), settings,
+                    output_path, device=device, resume=resume, stop_after=stop_after)

@@ -1,0 +1,89 @@
+"""Registered functions for pretraining configs (`configs/pretrain_*.cfg`).
+
+[corpus] names the text and how it splits into documents; [objective] the family
+and its objective; [training] is a plain block of `TrainingSettings`.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Union
+
+from spacy.util import registry
+
+from ..models.bert import BertConfig
+from .bert import BertPretraining
+from .documents import DEFAULT_HEADING, DocumentReader, corpus_files
+
+
+@dataclass
+class TextCorpus:
+    """Where the pretraining text is and how it splits into documents."""
+
+    files: List[Path]
+    split: str
+    heading: str
+    heldout_every: int
+
+    def reader(self, part: str) -> DocumentReader:
+        return DocumentReader(self.files, split=self.split, heading=self.heading, part=part,
+                              heldout_every=self.heldout_every)
+
+
+@registry.misc("spacy-bertfam.TextCorpus.v1")
+def text_corpus(path: Union[str, List[str]], split: str = "chapters", heading: Optional[str] = None,
+                heldout_every: int = 50) -> TextCorpus:
+    """Plain text (.txt) or JSONL ({"text": ...} per line) files, read lazily.
+
+    path: a file, a directory (searched for .txt/.jsonl) or a list of them.
+    split: "chapters" (a line matching `heading` starts a document), "passages"
+        (blank lines separate documents) or "lines" (a document per line); JSONL
+        records are documents whatever the split.
+    heading: regular expression of a chapter heading (null: the default, which knows
+        "CHAPTER 1", "CHAPTER XIV", "Genesis 1" and WikiText " = Title = " lines).
+    heldout_every: every n-th document is held out for evaluation, never trained on.
+    """
+    reader = DocumentReader(corpus_files(path), split=split, heading=heading or DEFAULT_HEADING,
+                            heldout_every=heldout_every)
+    return TextCorpus(reader.files, reader.split, reader.heading, heldout_every)
+
+
+@registry.misc("spacy-bertfam.BertPretraining.v1")
+def bert_pretraining(
+    init: Optional[str] = None,
+    n_pieces: int = 8000,
+    hidden_width: int = 256,
+    n_layers: int = 4,
+    n_heads: int = 4,
+    intermediate_width: int = 1024,
+    n_positions: int = 512,
+    dropout: float = 0.1,
+    max_length: int = 128,
+    short_seq_prob: float = 0.1,
+    mask_rate: float = 0.15,
+    whole_word: bool = False,
+    pool_size: int = 50,
+    lowercase: bool = True,
+    vocab_documents: int = 100000,
+    heldout_instances: int = 512,
+    seed: int = 0,
+) -> BertPretraining:
+    """BERT masked LM (15%; 80/10/10) + next-sentence prediction (50/50).
+
+    init: a BERT checkpoint (ours or Hugging Face) to continue pretraining from; its
+        sizes and vocabulary then replace n_pieces ... n_positions and lowercase.
+    n_pieces: size of the WordPiece vocabulary trained for a new model.
+    dropout: hidden and attention dropout (0.1 in the paper).
+    max_length: pieces per instance, [CLS] A [SEP] B [SEP] included.
+    short_seq_prob: chance that a document's instances aim at a random shorter length.
+    whole_word: mask all pieces of a word together.
+    pool_size: recent documents that NotNext segments are drawn from.
+    vocab_documents: documents read to train the vocabulary.
+    heldout_instances: held-out instances evaluated at every evaluation.
+    """
+    config = BertConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
+                        intermediate_width=intermediate_width, n_positions=n_positions)
+    if max_length > n_positions:
+        raise ValueError(f"max_length {max_length} exceeds n_positions {n_positions}")
+    return BertPretraining(init=Path(init) if init else None, config=config, dropout=dropout, max_length=max_length,
+                           short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
+                           pool_size=pool_size, lowercase=lowercase, vocab_documents=vocab_documents,
+                           heldout_instances=heldout_instances, seed=seed)

@@ -1,0 +1,293 @@
+"""The pretraining loop shared by BERT, GPT and ELMo: resumable and data-parallel.
+
+Run state lives in `<output>/last`: a checkpoint in the library's format plus
+`training_state.pt` (step, optimiser, schedule, data-stream state, RNG states).
+A fresh run first writes its initial model there (rank 0), so every process of a
+distributed run starts from the same weights and vocabulary, and a fresh run and a
+resumed one take the same path. `<output>/final` is the checkpoint to use.
+
+Data parallelism (torchrun): every process streams the same documents and takes its
+share of each global batch; losses are normalised by counts summed over the global
+batch, and gradients are summed across processes, so N processes compute the
+gradient one process would on the whole batch. Only rank 0 evaluates and writes.
+"""
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from tqdm import tqdm
+
+from .documents import DocumentReader
+from .objective import Batch, Objective
+from .stream import ExampleStream
+
+logger = logging.getLogger("spacy_bertfam")
+
+STATE_FILE = "training_state.pt"
+
+
+@dataclass
+class TrainingSettings:
+    """The [training] block of a pretraining config.
+
+    max_steps: optimiser steps; the schedule's length.
+    max_minutes: stop earlier (saving) after this much training time (null: no limit).
+    batch_size: sequences per optimiser step (the global batch, over all processes).
+    batch_pieces: if set, batches are filled up to this many pieces instead.
+    accumulate: micro-batches per step (per process); the same gradient, less memory.
+    lr, beta1, beta2, eps, weight_decay: AdamW; weight decay skips biases and LayerNorms.
+    warmup_steps: linear warm-up, then linear decay to 0 at max_steps.
+    clip: gradient-norm clipping.
+    shuffle_buffer: examples in the shuffle buffer.
+    log_every, eval_every, checkpoint_every: in steps.
+    seed: data order, masking, weights.
+    """
+
+    max_steps: int = 10000
+    max_minutes: Optional[float] = None
+    batch_size: int = 32
+    batch_pieces: Optional[int] = None
+    accumulate: int = 1
+    lr: float = 1e-4
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-6
+    weight_decay: float = 0.01
+    warmup_steps: int = 1000
+    clip: float = 1.0
+    shuffle_buffer: int = 10000
+    log_every: int = 10
+    eval_every: int = 500
+    checkpoint_every: int = 500
+    seed: int = 0
+
+
+class Processes:
+    """This process's place in a torchrun launch (or a single process)."""
+
+    def __init__(self, device: torch.device):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
+
+    def sum(self, values: Dict[str, float]) -> Dict[str, float]:
+        if self.world == 1:
+            return values
+        keys = sorted(values)
+        tensor = torch.tensor([values[k] for k in keys], dtype=torch.float64)
+        dist.all_reduce(tensor)
+        return dict(zip(keys, tensor.tolist()))
+
+    def sum_gradients(self, model: nn.Module) -> None:
+        if self.world == 1:
+            return
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
+            offset += g.numel()
+
+    def gather(self, obj: Any) -> List[Any]:
+        if self.world == 1:
+            return [obj]
+        out: List[Any] = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+
+def adamw(model: nn.Module, s: TrainingSettings) -> torch.optim.Optimizer:
+    """AdamW as in BERT: no weight decay on biases and LayerNorm parameters (the 1-d ones)."""
+    params = list(model.named_parameters())
+    return torch.optim.AdamW(
+        [{"params": [p for _, p in params if p.ndim >= 2], "weight_decay": s.weight_decay},
+         {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}],
+        lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
+    )
+
+
+def warmup_linear(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def pretrain(
+    objective: Objective,
+    train: DocumentReader,
+    heldout: DocumentReader,
+    settings: TrainingSettings,
+    output: Path,
+    *,
+    device: torch.device = torch.device("cpu"),
+    resume: bool = False,
+    stop_after: Optional[int] = None,
+) -> List[Dict[str, Any]]:
+    """Train (or resume) and return the logged records.
+
+    stop_after: end this invocation after that step, as if the job were killed
+        (time-sliced jobs; the resume test) — a later `resume=True` run goes on.
+    """
+    procs = Processes(device)
+    output = Path(output)
+    last = output / "last"
+    if not resume and last.exists():
+        raise FileExistsError(f"{output} holds a run already: resume it (--resume) or choose another output")
+    if resume and not (last / STATE_FILE).is_file():
+        raise FileNotFoundError(f"Nothing to resume: {last / STATE_FILE} does not exist")
+    if not resume and procs.main:
+        torch.manual_seed(settings.seed)
+        model = objective.initial_model(train.documents(repeat=False))
+        train.load_state_dict({"epoch": 0, "file": 0, "offset": 0, "index": 0})
+        _write(last, objective, model, {"step": 0})
+    procs.barrier()
+    model = objective.load(last).to(device)
+    optimizer = adamw(model, settings)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: warmup_linear(s, settings.warmup_steps, settings.max_steps))
+    stream = ExampleStream(train, objective.maker(), settings.shuffle_buffer, settings.seed)
+    state = torch.load(last / STATE_FILE, weights_only=False)
+    step = state["step"]
+    if step > 0:
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        stream.load_state_dict(state["stream"])
+        torch.set_rng_state(state["rng"][procs.rank])
+    else:
+        torch.manual_seed(settings.seed + 1 + procs.rank)  # dropout differs per process
+    log_path = output / "log.jsonl"
+    records = _read_log(log_path, step) if procs.main else []
+    eval_data = objective.heldout(heldout.documents(repeat=False)) if procs.main else []
+    if procs.main and step == 0:
+        records.append(_log(log_path, {"step": 0, **_prefixed("eval", evaluate(objective, model, eval_data, device))}))
+    bar = tqdm(total=settings.max_steps, initial=step, unit="step", dynamic_ncols=True, disable=not procs.main)
+    train_seconds = state.get("train_seconds", 0.0)
+    units = 0.0
+    window_start = time.perf_counter()
+    while step < settings.max_steps:
+        step += 1
+        start = time.perf_counter()
+        numbered = stream.batch(settings.batch_size, settings.batch_pieces, objective.length)
+        mine = numbered[procs.rank :: procs.world]
+        micro = [objective.collate(mine[k :: settings.accumulate]) for k in range(settings.accumulate)
+                 if mine[k :: settings.accumulate]]
+        totals = procs.sum(_add([b["counts"] for b in micro]))
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        stats: List[Dict[str, float]] = []
+        for batch in micro:
+            loss, batch_stats = objective.loss(model, _to(batch, device), totals)
+            loss.backward()
+            stats.append(batch_stats)
+        procs.sum_gradients(model)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip))
+        optimizer.step()
+        schedule.step()
+        stats_sum = procs.sum(_add(stats))
+        train_seconds += time.perf_counter() - start
+        units += totals[objective.unit]
+        out_of_time = settings.max_minutes is not None and train_seconds > settings.max_minutes * 60
+        done = step == settings.max_steps or out_of_time or step == stop_after
+        bar.update(1)
+        evaluate_now = step % settings.eval_every == 0 or done
+        if procs.main and (step % settings.log_every == 0 or evaluate_now):
+            speed = units / max(time.perf_counter() - window_start, 1e-9)
+            figures = objective.report(stats_sum, totals)
+            bar.set_postfix(loss=f"{figures['loss']:.3f}", **{f"{objective.unit}/s": f"{speed:.0f}"})
+            record = {"step": step, **figures, "lr": schedule.get_last_lr()[0], "grad_norm": grad_norm,
+                      f"{objective.unit}_per_s": speed, "train_seconds": train_seconds}
+            if evaluate_now:
+                record.update(_prefixed("eval", evaluate(objective, model, eval_data, device)))
+                bar.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+            records.append(_log(log_path, record))
+            units, window_start = 0.0, time.perf_counter()
+        if step % settings.checkpoint_every == 0 or done:
+            rng = procs.gather(torch.get_rng_state())
+            if procs.main:
+                _write(last, objective, model, {
+                    "step": step, "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+                    "stream": stream.state_dict(), "rng": rng, "train_seconds": train_seconds})
+            procs.barrier()
+            window_start = time.perf_counter()
+        if done:
+            break
+    bar.close()
+    if procs.main and (step == settings.max_steps or out_of_time):
+        final = output / "final"
+        shutil.rmtree(final, ignore_errors=True)
+        objective.save(model, final)
+        logger.info("Pretrained checkpoint: %s", final)
+    procs.barrier()
+    return records
+
+
+@torch.no_grad()
+def evaluate(objective: Objective, model: nn.Module, batches: List[Batch], device: torch.device) -> Dict[str, float]:
+    model.eval()
+    totals = _add([b["counts"] for b in batches])
+    stats = _add([objective.loss(model, _to(b, device), totals)[1] for b in batches])
+    return objective.report(stats, totals)
+
+
+def _write(directory: Path, objective: Objective, model: nn.Module, state: Dict[str, Any]) -> None:
+    """Replace `directory` with a new checkpoint, never leaving it half-written."""
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    objective.save(model, tmp)
+    torch.save(state, tmp / STATE_FILE)
+    old = directory.with_name(directory.name + ".old")
+    if directory.exists():
+        directory.rename(old)
+    tmp.rename(directory)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _read_log(path: Path, step: int) -> List[Dict[str, Any]]:
+    """The records up to `step` (a resumed run drops what the killed run logged after
+    its checkpoint; a run that restarts at step 0 starts a new log)."""
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text(encoding="utf8").splitlines() if line.strip()]
+    records = [r for r in records if 0 < step and r["step"] <= step]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf8")
+    return records
+
+
+def _log(path: Path, record: Dict[str, Any]) -> Dict[str, Any]:
+    with path.open("a", encoding="utf8") as f:
+        f.write(json.dumps(record) + "\n")
+    return record
+
+
+def _add(dicts: List[Dict[str, float]]) -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def _to(batch: Batch, device: torch.device) -> Batch:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _prefixed(prefix: str, figures: Dict[str, float]) -> Dict[str, float]:
+    return {f"{prefix}_{k}": v for k, v in figures.items()}
