@@ -11,7 +11,8 @@ REGISTERED = {
         "spacy-bertfam.PooledEncoder.v1",
     ],
     "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1",
-             "spacy-bertfam.RandomInit.v1"],
+             "spacy-bertfam.RandomInit.v1", "spacy-bertfam.TextCorpus.v1", "spacy-bertfam.BertPretraining.v1",
+             "spacy-bertfam.GptPretraining.v1", "spacy-bertfam.ElmoPretraining.v1"],
     "factories": ["bert_encoder", "gpt_lm", "elmo_features"],
 }
 

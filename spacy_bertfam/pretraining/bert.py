@@ -21,7 +21,7 @@ from torch import nn
 from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
 from ..models.bert import BertConfig, BertForPretraining
 from ..tokenization import PieceTokenizer, train_wordpiece
-from .documents import DocKey
+from .documents import DocKey, first_texts
 from .masking import MaskingScheme
 from .nsp import Instance, Sentence, document_instances
 from .objective import Batch, Objective
@@ -30,7 +30,6 @@ from .stream import ExampleMaker, Numbered
 logger = logging.getLogger("spacy_bertfam")
 
 HEADS = ("mlm_head.", "nsp_head.")
-HELDOUT_NUMBERS = 10**15  # held-out instances are masked from numbers no training example gets
 
 
 class SentenceSplitter:
@@ -117,7 +116,7 @@ class BertPretraining(Objective):
         self.pool_size = pool_size
         self.lowercase = lowercase
         self.vocab_documents = vocab_documents
-        self.heldout_instances = heldout_instances
+        self.heldout_examples = heldout_instances
         self.seed = seed
         self.tokenizer: Optional[PieceTokenizer] = None
 
@@ -128,7 +127,7 @@ class BertPretraining(Objective):
             if checkpoint.family != "bert":
                 raise ValueError(f"{self.init} is a {checkpoint.family} checkpoint, not BERT")
             return self._from_checkpoint(checkpoint)
-        texts = (text for _, (_, text) in zip(range(self.vocab_documents), train_documents))
+        texts = first_texts(train_documents, self.vocab_documents)
         tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces, lowercase=self.lowercase)
         logger.info("Trained a WordPiece vocabulary of %d pieces", tokenizer.n_pieces)
         self._use(tokenizer)
@@ -209,15 +208,3 @@ class BertPretraining(Objective):
         return {"loss": mlm + stats["nsp_loss"] / sequences, "mlm_loss": mlm,
                 "mlm_ppl": float(np.exp(min(mlm, 50.0))), "mlm_acc": stats["mlm_correct"] / masked,
                 "nsp_loss": stats["nsp_loss"] / sequences, "nsp_acc": stats["nsp_correct"] / sequences}
-
-    def heldout(self, documents: Iterator[Tuple[DocKey, str]]) -> List[Batch]:
-        maker = self.maker()
-        instances: List[Instance] = []
-        for inst in maker.examples(documents):
-            instances.append(inst)
-            if len(instances) >= self.heldout_instances:
-                break
-        if not instances:
-            raise ValueError("The held-out documents give no instances: hold out more documents")
-        numbered = [(HELDOUT_NUMBERS + i, inst) for i, inst in enumerate(instances)]
-        return [self.collate(numbered[i : i + 32]) for i in range(0, len(numbered), 32)]

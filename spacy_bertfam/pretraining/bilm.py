@@ -1,33 +1,42 @@
-"""ELMo's biLM objective: forward and backward word-level LMs over a character-CNN input.
+"""ELMo's objective: forward and backward word-level LMs over a character-CNN input.
 
 Words are spaCy tokens (the blank English tokenizer, whitespace tokens dropped), so
-pretraining sees the tokens the `elmo_features` component will see; the text is cut
-into sequences of `sequence_length` words, each wrapped in <S> ... </S>. The softmax
-is over the `n_words` most frequent words (+ <S>, </S>, <UNK>); "adaptive" keeps it
-cheap for large vocabularies.
+pretraining sees the tokens the `elmo_features` component will see; the word stream
+is cut into sequences of `sequence_length` words, each wrapped in <S> ... </S>. The
+softmax is over the `n_words` most frequent training words (+ <S>, </S>, <UNK>),
+saved beside the checkpoint as words.txt; "adaptive" keeps it cheap.
 """
+import logging
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import spacy
 import torch
+from torch import nn
 
-from ..convert import Checkpoint, save_checkpoint
+from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
 from ..models.elmo import ElmoBiLM, ElmoConfig
 from ..tokenization.characters import BOS_TOKEN, EOS_TOKEN, batch_char_ids
-from .loop import LoopSettings, perplexity, train
-from .text import read_text, split_heldout
+from .documents import DocKey, first_texts
+from .objective import Batch, Objective
+from .stream import ExampleMaker, Numbered
+
+logger = logging.getLogger("spacy_bertfam")
 
 UNK = "<UNK>"
-Batch = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # char ids, word ids, mask
+WORDS_FILE = "words.txt"
 
 
-def words_of(text: str, chunk_chars: int = 200_000) -> List[str]:
-    nlp = spacy.blank("en")
-    chunks = [text[i : i + chunk_chars] for i in range(0, len(text), chunk_chars)]
-    return [t.text for doc in nlp.pipe(chunks) for t in doc if not t.is_space]
+class WordSplitter:
+    def __init__(self) -> None:
+        self.nlp = spacy.blank("en")
+
+    def __call__(self, text: str, chunk_chars: int = 200_000) -> List[str]:
+        chunks = [text[i : i + chunk_chars] for i in range(0, len(text), chunk_chars)]
+        return [t.text for doc in self.nlp.pipe(chunks) for t in doc if not t.is_space]
 
 
 def build_vocab(words: Sequence[str], size: int) -> Dict[str, int]:
@@ -37,77 +46,89 @@ def build_vocab(words: Sequence[str], size: int) -> Dict[str, int]:
     return vocab
 
 
-def sequences(words: Sequence[str], length: int) -> List[List[str]]:
-    return [list(words[i : i + length]) for i in range(0, len(words) - length + 1, length)]
+class SequenceMaker(ExampleMaker):
+    """Documents -> one word stream -> sequences of `length` words."""
+
+    def __init__(self, length: int):
+        super().__init__()
+        self.split = WordSplitter()
+        self.length = length
+        self.carry: List[str] = []
+
+    def make(self, key: DocKey, text: str) -> List[List[str]]:
+        words = self.carry + self.split(text)
+        n = len(words) // self.length
+        self.carry = words[n * self.length :]
+        return [words[i * self.length : (i + 1) * self.length] for i in range(n)]
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {**super().state_dict(), "carry": list(self.carry)}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.carry = list(state["carry"])
 
 
-def make_batch(seqs: Sequence[Sequence[str]], vocab: Dict[str, int], max_chars: int) -> Batch:
-    chars = torch.from_numpy(batch_char_ids(seqs, max_chars))
-    rows = [[BOS_TOKEN, *s, EOS_TOKEN] for s in seqs]
-    T = chars.shape[1]
-    ids = torch.tensor([[vocab.get(w, vocab[UNK]) for w in r] + [0] * (T - len(r)) for r in rows])
-    mask = torch.tensor([[True] * len(r) + [False] * (T - len(r)) for r in rows])
-    return chars, ids, mask
+class ElmoPretraining(Objective):
+    """The biLM from scratch, or continued from one of our ELMo checkpoints (`init`)."""
 
+    family = "elmo"
+    unit = "words"
 
-def bilm_loss(model: ElmoBiLM, batch: Batch) -> Tuple[torch.Tensor, int]:
-    chars, ids, mask = batch
-    out, _ = model(chars, mask)
-    fwd, bwd = model.lm_loss(out, ids, mask)
-    return fwd + bwd, int(mask.sum())
+    def __init__(self, *, init: Optional[Path], config: ElmoConfig, sequence_length: int,
+                 vocab_documents: int, heldout_sequences: int):
+        self.init = init
+        self.config = config
+        self.sequence_length = sequence_length
+        self.vocab_documents = vocab_documents
+        self.heldout_examples = heldout_sequences
+        self.vocab: Dict[str, int] = {}
 
+    def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        if self.init is not None:
+            return self.load(self.init)
+        split = WordSplitter()
+        words = [w for text in first_texts(train_documents, self.vocab_documents) for w in split(text)]
+        self.vocab = build_vocab(words, self.config.n_words)
+        logger.info("Softmax vocabulary: %d words", len(self.vocab))
+        return ElmoBiLM(replace(self.config, n_words=len(self.vocab)))
 
-@torch.no_grad()
-def direction_nll(model: ElmoBiLM, data: List[Batch]) -> Tuple[float, float]:
-    model.eval()
-    totals = np.zeros(2)
-    for batch in data:
-        out, _ = model(batch[0], batch[2])
-        totals += [float(x) for x in model.lm_loss(out, batch[1], batch[2])]
-    return tuple(totals / max(len(data), 1))
+    def save(self, model: nn.Module, directory: Path) -> None:
+        save_checkpoint(directory, Checkpoint("elmo", model.config, model.state_dict(), None, "bertfam-pretrain"))
+        (directory / WORDS_FILE).write_text("\n".join(self.vocab), encoding="utf8")
 
+    def load(self, directory: Path) -> nn.Module:
+        checkpoint = read_checkpoint(directory)
+        words = Path(directory) / WORDS_FILE
+        if checkpoint.family != "elmo" or not words.is_file():
+            raise ValueError(f"{directory} is not an ELMo checkpoint with a {WORDS_FILE} softmax vocabulary")
+        self.vocab = {w: i for i, w in enumerate(words.read_text(encoding="utf8").split("\n"))}
+        model = ElmoBiLM(replace(checkpoint.config, dropout=self.config.dropout))
+        load_state(model, checkpoint.state, source=checkpoint.source)
+        return model
 
-def pretrain_elmo(
-    output: Path,
-    train_files: List[Path],
-    *,
-    config: ElmoConfig,
-    settings: LoopSettings,
-    sequence_length: int = 20,
-    batch_size: int = 32,
-    heldout_fraction: float = 0.02,
-    max_eval_batches: int = 20,
-    seed: int = 0,
-) -> List[Dict[str, float]]:
-    """Pretrain the biLM from scratch; save it (with its word vocabulary) in our format."""
-    torch.manual_seed(seed)
-    texts = [split_heldout(read_text(f), heldout_fraction) for f in train_files]
-    train_words = [w for t, _ in texts for w in words_of(t)]
-    heldout_words = [w for _, h in texts for w in words_of(h)]
-    vocab = build_vocab(train_words, config.n_words)
-    config.n_words = len(vocab)
-    model = ElmoBiLM(config)
-    train_seqs = sequences(train_words, sequence_length)
-    heldout = [make_batch(s, vocab, config.max_chars)
-               for s in _chunk(sequences(heldout_words, sequence_length), batch_size)][:max_eval_batches]
-    rng = np.random.default_rng(seed)
+    def maker(self) -> SequenceMaker:
+        return SequenceMaker(self.sequence_length)
 
-    def stream() -> Iterator[Batch]:
-        while True:
-            order = rng.permutation(len(train_seqs))
-            for start in range(0, len(order) - batch_size + 1, batch_size):
-                yield make_batch([train_seqs[i] for i in order[start : start + batch_size]], vocab, config.max_chars)
+    def collate(self, examples: List[Numbered]) -> Batch:
+        seqs = [s for _, s in examples]
+        chars = torch.from_numpy(batch_char_ids(seqs, self.config.max_chars))
+        rows = [[BOS_TOKEN, *s, EOS_TOKEN] for s in seqs]
+        T = chars.shape[1]
+        ids = torch.tensor([[self.vocab.get(w, self.vocab[UNK]) for w in r] + [0] * (T - len(r)) for r in rows])
+        mask = torch.tensor([[True] * len(r) + [False] * (T - len(r)) for r in rows])
+        predicted = float(sum(len(r) - 1 for r in rows))
+        return {"chars": chars, "ids": ids, "mask": mask,
+                "counts": {"words": float(sum(map(len, seqs))), "predicted": predicted}}
 
-    def evaluate(m: ElmoBiLM) -> Dict[str, float]:
-        fwd, bwd = direction_nll(m, heldout)
-        return {"forward_ppl": perplexity(fwd), "backward_ppl": perplexity(bwd)}
+    def loss(self, model: nn.Module, batch: Batch, totals: Dict[str, float]) -> Tuple[torch.Tensor, Dict[str, float]]:
+        out, _ = model(batch["chars"], batch["mask"])
+        fwd, bwd = model.lm_loss(out, batch["ids"], batch["mask"])  # means over this batch
+        n = batch["counts"]["predicted"]
+        stats = {"forward_nll": float(fwd.detach()) * n, "backward_nll": float(bwd.detach()) * n}
+        return (fwd + bwd) * n / totals["predicted"], stats
 
-    records = train(model, stream(), bilm_loss, evaluate, settings, log_path=output / "log.jsonl", unit="words")
-    final = output / "final"
-    save_checkpoint(final, Checkpoint("elmo", config, model.state_dict(), None, "pretrain-elmo"))
-    (final / "words.txt").write_text("\n".join(vocab), encoding="utf8")
-    return records
-
-
-def _chunk(items: List, size: int) -> List[List]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+    def report(self, stats: Dict[str, float], totals: Dict[str, float]) -> Dict[str, float]:
+        fwd, bwd = stats["forward_nll"] / totals["predicted"], stats["backward_nll"] / totals["predicted"]
+        return {"loss": fwd + bwd, "forward_ppl": float(np.exp(min(fwd, 50.0))),
+                "backward_ppl": float(np.exp(min(bwd, 50.0)))}

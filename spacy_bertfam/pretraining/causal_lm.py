@@ -1,86 +1,131 @@
-"""The causal language-model objective (GPT): predict every next piece."""
+"""GPT's objective: the causal language model (predict every next piece).
+
+Documents are encoded with byte-level BPE, joined with <|endoftext|> between them
+and cut into consecutive blocks of `block_size + 1` pieces (inputs and shifted
+targets); a block may span a document boundary, as in GPT-2's training.
+"""
+import logging
+from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from ..convert import Checkpoint, save_checkpoint
+from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
 from ..models.gpt import GptConfig, GptDecoder
 from ..tokenization import PieceTokenizer, byte_bpe_from_files, train_byte_bpe
 from ..tokenization.bpe import END_OF_TEXT
-from .loop import LoopSettings, perplexity, train
-from .text import batches, blocks, piece_stream, read_text, split_heldout
+from .documents import DocKey, first_texts
+from .objective import Batch, Objective
+from .stream import ExampleMaker, Numbered
+
+logger = logging.getLogger("spacy_bertfam")
 
 
-def causal_lm_loss(model: GptDecoder, batch: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of each piece given the pieces before it; batch (B, T + 1)."""
-    hidden = model(batch[:, :-1]).layers[-1]
-    logits = model.logits(hidden)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+class BlockMaker(ExampleMaker):
+    """Documents -> one piece stream -> blocks; the unfinished tail waits for the next document."""
+
+    def __init__(self, tokenizer: PieceTokenizer, length: int, separator: int, chunk_chars: int = 100_000):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.length = length
+        self.separator = separator
+        self.chunk_chars = chunk_chars
+        self.carry = np.zeros(0, dtype=np.int64)
+
+    def make(self, key: DocKey, text: str) -> List[np.ndarray]:
+        # Long documents are encoded in chunks cut at line breaks (the tokenizer is
+        # fast on many medium strings, slow on one huge one).
+        pieces = [ids for ids, _ in self.tokenizer.encode_plain(_chunks(text, self.chunk_chars))]
+        stream = np.concatenate([self.carry, *pieces, [self.separator]]).astype(np.int64)
+        n = len(stream) // self.length
+        self.carry = stream[n * self.length :]
+        return list(stream[: n * self.length].reshape(n, self.length))
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {**super().state_dict(), "carry": self.carry}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.carry = state["carry"]
 
 
-@torch.no_grad()
-def mean_nll(model: GptDecoder, data: np.ndarray, batch_size: int = 32) -> float:
-    """Mean next-piece NLL over blocks (each block scored on its own)."""
-    model.eval()
-    total, count = 0.0, 0
-    for start in range(0, len(data), batch_size):
-        batch = torch.from_numpy(data[start : start + batch_size])
-        loss = causal_lm_loss(model, batch)
-        n = batch[:, 1:].numel()
-        total += float(loss) * n
-        count += n
-    return total / max(count, 1)
+def _chunks(text: str, size: int) -> List[str]:
+    out, start = [], 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end + 1
+        out.append(text[start:end])
+        start = end
+    return out
 
 
-def pretrain_gpt(
-    output: Path,
-    train_files: List[Path],
-    *,
-    eval_files: Dict[str, Path],
-    config: GptConfig,
-    settings: LoopSettings,
-    vocab: Optional[Path] = None,
-    block_size: int = 128,
-    batch_size: int = 16,
-    heldout_fraction: float = 0.02,
-    max_eval_blocks: int = 200,
-    seed: int = 0,
-) -> List[Dict[str, float]]:
-    """Pretrain a GPT decoder from scratch and save it in our checkpoint format.
+class GptPretraining(Objective):
+    """Causal LM from scratch (byte-level BPE trained on the corpus, or GPT-2's
+    vocabulary) or continued from `init`."""
 
-    vocab: a GPT-2 vocabulary folder (encoder.json + vocab.bpe); None trains a new
-        byte-level BPE of `config.n_pieces` pieces on the training text.
-    eval_files: extra held-out texts by name (e.g. WikiText-2 test); the last
-        `heldout_fraction` of every training file is held out too.
-    """
-    torch.manual_seed(seed)
-    texts = [read_text(f) for f in train_files]
-    splits = [split_heldout(t, heldout_fraction) for t in texts]
-    train_texts = [a for a, _ in splits]
-    if vocab is not None:
-        tokenizer: PieceTokenizer = byte_bpe_from_files(vocab / "encoder.json", vocab / "vocab.bpe")
-    else:
-        tokenizer = train_byte_bpe(train_texts, vocab_size=config.n_pieces)
-    if tokenizer.n_pieces != config.n_pieces:
-        raise ValueError(f"The vocabulary has {tokenizer.n_pieces} pieces; set n_pieces = {tokenizer.n_pieces}")
-    eot = tokenizer.piece_id(END_OF_TEXT)
-    length = block_size + 1
-    train_data = blocks(piece_stream(tokenizer, train_texts, separator=eot), length)
-    evals = {"heldout": blocks(piece_stream(tokenizer, [b for _, b in splits], separator=eot), length)}
-    for name, path in eval_files.items():
-        evals[name] = blocks(piece_stream(tokenizer, [read_text(path)], separator=eot), length)
-    evals = {k: v[:max_eval_blocks] for k, v in evals.items()}
-    model = GptDecoder(config)
-    rng = np.random.default_rng(seed)
-    stream = (torch.from_numpy(b) for b in batches(train_data, batch_size, rng))
+    family = "gpt"
+    unit = "pieces"
 
-    def evaluate(m: GptDecoder) -> Dict[str, float]:
-        return {f"{name}_ppl": perplexity(mean_nll(m, data)) for name, data in evals.items()}
+    def __init__(self, *, init: Optional[Path], config: GptConfig, dropout: float, block_size: int,
+                 gpt2_vocab: Optional[Path], vocab_documents: int, heldout_blocks: int):
+        self.init = init
+        self.config = config
+        self.dropout = dropout
+        self.block_size = block_size
+        self.gpt2_vocab = gpt2_vocab
+        self.vocab_documents = vocab_documents
+        self.heldout_examples = heldout_blocks
+        self.tokenizer: Optional[PieceTokenizer] = None
 
-    records = train(model, stream, lambda m, b: (causal_lm_loss(m, b), b[:, 1:].numel()), evaluate, settings,
-                    log_path=output / "log.jsonl", unit="pieces")
-    save_checkpoint(output / "final", Checkpoint("gpt", config, model.state_dict(), tokenizer, "pretrain-gpt"))
-    return records
+    def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        if self.init is not None:
+            return self._from_checkpoint(read_checkpoint(self.init))
+        if self.gpt2_vocab is not None:
+            tokenizer = byte_bpe_from_files(self.gpt2_vocab / "encoder.json", self.gpt2_vocab / "vocab.bpe")
+        else:
+            texts = first_texts(train_documents, self.vocab_documents)
+            tokenizer = train_byte_bpe(texts, vocab_size=self.config.n_pieces)
+            logger.info("Trained a byte-level BPE of %d pieces", tokenizer.n_pieces)
+        self.tokenizer = tokenizer
+        return GptDecoder(self._with_dropout(replace(self.config, n_pieces=tokenizer.n_pieces)))
+
+    def _with_dropout(self, config: GptConfig) -> GptConfig:
+        return replace(config, embedding_dropout=self.dropout, residual_dropout=self.dropout,
+                       attention_dropout=self.dropout)
+
+    def _from_checkpoint(self, checkpoint: Checkpoint) -> GptDecoder:
+        if checkpoint.family != "gpt" or checkpoint.tokenizer is None:
+            raise ValueError(f"{checkpoint.source} is not a GPT checkpoint with a tokenizer")
+        if checkpoint.config.n_positions < self.block_size:
+            raise ValueError(f"block_size {self.block_size} exceeds the model's {checkpoint.config.n_positions} positions")
+        self.tokenizer = checkpoint.tokenizer
+        model = GptDecoder(self._with_dropout(checkpoint.config))
+        load_state(model, checkpoint.state, source=checkpoint.source)
+        return model
+
+    def save(self, model: nn.Module, directory: Path) -> None:
+        save_checkpoint(directory, Checkpoint("gpt", model.config, model.state_dict(), self.tokenizer, "bertfam-pretrain"))
+
+    def load(self, directory: Path) -> nn.Module:
+        return self._from_checkpoint(read_checkpoint(directory))
+
+    def maker(self) -> BlockMaker:
+        return BlockMaker(self.tokenizer, self.block_size + 1, self.tokenizer.piece_id(END_OF_TEXT))
+
+    def collate(self, examples: List[Numbered]) -> Batch:
+        blocks = torch.from_numpy(np.stack([block for _, block in examples]))
+        return {"blocks": blocks, "counts": {"pieces": float(blocks[:, 1:].numel()), "sequences": float(len(blocks))}}
+
+    def loss(self, model: nn.Module, batch: Batch, totals: Dict[str, float]) -> Tuple[torch.Tensor, Dict[str, float]]:
+        blocks = batch["blocks"]
+        logits = model.logits(model(blocks[:, :-1]).layers[-1])
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), blocks[:, 1:].reshape(-1), reduction="sum")
+        return nll / totals["pieces"], {"nll": float(nll.detach())}
+
+    def report(self, stats: Dict[str, float], totals: Dict[str, float]) -> Dict[str, float]:
+        loss = stats["nll"] / totals["pieces"]
+        return {"loss": loss, "ppl": float(np.exp(min(loss, 50.0)))}

@@ -157,3 +157,9 @@ def _record_text(line: str, path: Path) -> str:
         raise ValueError(f"{path}: every JSONL record needs a string field 'text'")
     return record["text"]
 
+
+
+def first_texts(documents: Iterator[Tuple[DocKey, str]], n: int) -> Iterator[str]:
+    """The texts of the first `n` documents (e.g. to train a vocabulary on)."""
+    for _, (_, text) in zip(range(n), documents):
+        yield text

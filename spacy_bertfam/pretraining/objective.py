@@ -6,6 +6,7 @@ micro-batches and processes. Losses are *sums* divided by global counts (masked
 positions, predicted pieces, sequences) that the loop adds up over the whole global
 batch first, so the gradient is the same however the batch is split.
 """
+from itertools import islice
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -16,6 +17,7 @@ from .documents import DocKey
 from .stream import ExampleMaker, Numbered
 
 Batch = Dict[str, Any]  # tensors, plus "counts": Dict[str, float] for the normalisers
+HELDOUT_NUMBERS = 10**15  # held-out examples are numbered (e.g. masked) apart from training's
 
 
 class Objective:
@@ -23,6 +25,7 @@ class Objective:
 
     family: str = ""
     unit: str = "pieces"  # what the speed figure counts
+    heldout_examples: int = 512  # examples in the fixed held-out set
 
     def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
         """The model to start from (fresh, or read from the configured checkpoint);
@@ -51,9 +54,15 @@ class Objective:
         (loss parts, correct predictions) for the log, keyed like `totals`' parts."""
         raise NotImplementedError
 
-    def heldout(self, documents: Iterator[Tuple[DocKey, str]]) -> List[Batch]:
-        """Fixed evaluation batches from held-out documents (scored with `loss` and `report`)."""
-        raise NotImplementedError
+    def heldout(self, documents: Iterator[Tuple[DocKey, str]], batch_size: int = 32) -> List[Batch]:
+        """Fixed evaluation batches: the first `heldout_examples` examples of the
+        held-out documents (scored with `loss` and `report`)."""
+        examples = list(islice(self.maker().examples(documents), self.heldout_examples))
+        if not examples:
+            raise ValueError(f"The held-out documents give no {self.family} examples: hold out more "
+                             "documents ([corpus] heldout_every)")
+        numbered = [(HELDOUT_NUMBERS + i, e) for i, e in enumerate(examples)]
+        return [self.collate(numbered[i : i + batch_size]) for i in range(0, len(numbered), batch_size)]
 
     def report(self, stats: Dict[str, float], totals: Dict[str, float]) -> Dict[str, float]:
         """Readable figures (mean losses, accuracies) from summed stats and counts."""

@@ -10,7 +10,11 @@ from typing import List, Optional, Union
 from spacy.util import registry
 
 from ..models.bert import BertConfig
+from ..models.elmo import ElmoConfig
+from ..models.gpt import GptConfig
 from .bert import BertPretraining
+from .bilm import ElmoPretraining
+from .causal_lm import GptPretraining
 from .documents import DEFAULT_HEADING, DocumentReader, corpus_files
 
 
@@ -87,3 +91,58 @@ def bert_pretraining(
                            short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
                            pool_size=pool_size, lowercase=lowercase, vocab_documents=vocab_documents,
                            heldout_instances=heldout_instances, seed=seed)
+
+
+@registry.misc("spacy-bertfam.GptPretraining.v1")
+def gpt_pretraining(
+    init: Optional[str] = None,
+    gpt2_vocab: Optional[str] = None,
+    n_pieces: int = 8000,
+    hidden_width: int = 256,
+    n_layers: int = 4,
+    n_heads: int = 4,
+    intermediate_width: int = 1024,
+    n_positions: int = 256,
+    dropout: float = 0.0,
+    block_size: int = 128,
+    vocab_documents: int = 100000,
+    heldout_blocks: int = 200,
+) -> GptPretraining:
+    """GPT's causal LM, from scratch or continued from `init` (ours or GPT-2/GPT-1 layout).
+
+    gpt2_vocab: a folder with GPT-2's encoder.json + vocab.bpe; null trains a
+        byte-level BPE of n_pieces on the corpus (ignored with init).
+    block_size: pieces of context per training sequence.
+    """
+    config = GptConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
+                       intermediate_width=intermediate_width, n_positions=n_positions)
+    if block_size > n_positions:
+        raise ValueError(f"block_size {block_size} exceeds n_positions {n_positions}")
+    return GptPretraining(init=Path(init) if init else None, config=config, dropout=dropout, block_size=block_size,
+                          gpt2_vocab=Path(gpt2_vocab) if gpt2_vocab else None, vocab_documents=vocab_documents,
+                          heldout_blocks=heldout_blocks)
+
+
+@registry.misc("spacy-bertfam.ElmoPretraining.v1")
+def elmo_pretraining(
+    init: Optional[str] = None,
+    n_words: int = 20000,
+    softmax: str = "adaptive",
+    cell_width: int = 512,
+    projection_width: int = 128,
+    n_layers: int = 2,
+    dropout: float = 0.1,
+    sequence_length: int = 20,
+    vocab_documents: int = 100000,
+    heldout_sequences: int = 640,
+) -> ElmoPretraining:
+    """ELMo's biLM (forward + backward LM over a character CNN), from scratch or from `init`.
+
+    n_words: softmax vocabulary (most frequent training words + <S>, </S>, <UNK>).
+    softmax: "adaptive" (cheap for large vocabularies) or "full".
+    sequence_length: words per training sequence (between <S> and </S>).
+    """
+    config = ElmoConfig(cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
+                        n_words=n_words, softmax=softmax, dropout=dropout)
+    return ElmoPretraining(init=Path(init) if init else None, config=config, sequence_length=sequence_length,
+                           vocab_documents=vocab_documents, heldout_sequences=heldout_sequences)
