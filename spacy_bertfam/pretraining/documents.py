@@ -22,7 +22,7 @@ DEFAULT_HEADING = (
     r"|^ = [^=].* = \s*$"
 )
 _GUTENBERG_START = re.compile(r"^\*\*\* ?START OF")
-_GUTENBERG_END = re.compile(r"^\*\*\* ?END OF")
+_GUTENBERG_END = re.compile(r"^(\*\*\* ?END OF|End of (the )?Project Gutenberg)")
 SPLITS = ("chapters", "passages", "lines")
 PARTS = ("train", "heldout", "all")
 

@@ -128,6 +128,9 @@ def elmo_pretraining(
     init: Optional[str] = None,
     n_words: int = 20000,
     softmax: str = "adaptive",
+    char_width: int = 16,
+    filters: List[List[int]] = [[1, 32], [2, 32], [3, 64], [4, 128]],
+    n_highway: int = 1,
     cell_width: int = 512,
     projection_width: int = 128,
     n_layers: int = 2,
@@ -139,10 +142,12 @@ def elmo_pretraining(
     """ELMo's biLM (forward + backward LM over a character CNN), from scratch or from `init`.
 
     n_words: softmax vocabulary (most frequent training words + <S>, </S>, <UNK>).
+    char_width, filters ([width, count] pairs), n_highway: the character CNN.
     softmax: "adaptive" (cheap for large vocabularies) or "full".
     sequence_length: words per training sequence (between <S> and </S>).
     """
-    config = ElmoConfig(cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
+    config = ElmoConfig(char_width=char_width, filters=[tuple(f) for f in filters], n_highway=n_highway,
+                        cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
                         n_words=n_words, softmax=softmax, dropout=dropout)
     return ElmoPretraining(init=Path(init) if init else None, config=config, sequence_length=sequence_length,
                            vocab_documents=vocab_documents, heldout_sequences=heldout_sequences)

@@ -1,0 +1,21 @@
+"""Running `bertfam-pretrain` configs from tests, with small overrides."""
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from spacy_bertfam.pretraining.cli import run
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+TINY_BERT = {
+    "objective.n_pieces": 1000, "objective.hidden_width": 32, "objective.n_layers": 2, "objective.n_heads": 2,
+    "objective.intermediate_width": 64, "objective.n_positions": 64, "objective.max_length": 48,
+    "objective.heldout_instances": 128, "training.batch_size": 16, "training.warmup_steps": 5,
+    "training.lr": 0.002, "training.shuffle_buffer": 300, "training.log_every": 1,
+}
+
+
+def pretrain(family: str, text: Path, output: Path, overrides: Optional[Dict[str, Any]] = None,
+             **kwargs: Any) -> List[Dict[str, Any]]:
+    """`python -m spacy bertfam-pretrain configs/pretrain_<family>.cfg output` on `text`."""
+    settings = {"paths.train": str(text), **(overrides or {})}
+    return run(CONFIGS / f"pretrain_{family}.cfg", Path(output), settings, **kwargs)

@@ -1,0 +1,87 @@
+"""Streaming documents: splits, held-out selection, resumable positions, shuffle-buffer state."""
+import json
+
+import pytest
+
+from spacy_bertfam.pretraining.documents import DocumentReader, corpus_files
+from spacy_bertfam.pretraining.shuffle import ShuffleBuffer
+
+from ..conftest import SHARED_DATA
+
+RAW = SHARED_DATA / "raw_text"
+
+
+def texts(reader, repeat=False, n=None):
+    out = []
+    for key, text in reader.documents(repeat=repeat):
+        out.append((key, text))
+        if n is not None and len(out) == n:
+            break
+    return out
+
+
+def test_chapters_of_the_books_are_documents():
+    austen = texts(DocumentReader([RAW / "janeausten_6novels.txt"], part="all"))
+    moby = texts(DocumentReader([RAW / "mobydick.txt"], part="all"))
+    bible = texts(DocumentReader([RAW / "kjv_bible.txt"], part="all"))
+    # 269 chapters + the first title page (later title pages end the previous novel's last chapter).
+    assert len(austen) == 269 + 1, len(austen)
+    # Front matter + 135 chapters + the Cetology chapter's "BOOK I. (Folio)" sections and the like.
+    assert 136 <= len(moby) <= 155, len(moby)
+    assert moby[1][1].startswith("Call me Ishmael.")
+    assert len(bible) == 1189, len(bible)
+    assert austen[1][1].startswith("The family of Dashwood had long been settled in Sussex.")
+    assert not any(t.startswith("CHAPTER") for _, t in austen)  # headings are not text
+    assert "*** START OF" not in moby[0][1] and "End of Project Gutenberg" not in moby[-1][1]
+
+
+def test_passages_lines_and_jsonl(tmp_path):
+    (tmp_path / "a.txt").write_text("One. Two.\nThree.\n\n\nFour.\n\nFive", encoding="utf8")
+    assert [t for _, t in texts(DocumentReader([tmp_path / "a.txt"], split="passages", part="all"))] == \
+        ["One. Two.\nThree.", "Four.", "Five"]
+    assert len(texts(DocumentReader([tmp_path / "a.txt"], split="lines", part="all"))) == 4
+    (tmp_path / "b.jsonl").write_text(json.dumps({"text": "A doc."}) + "\n\n" + json.dumps({"text": "B."}) + "\n")
+    assert [t for _, t in texts(DocumentReader(corpus_files(tmp_path / "b.jsonl"), part="all"))] == ["A doc.", "B."]
+    (tmp_path / "c.jsonl").write_text(json.dumps({"body": "x"}) + "\n")
+    with pytest.raises(ValueError, match="'text'"):
+        texts(DocumentReader([tmp_path / "c.jsonl"], part="all"))
+    with pytest.raises(ValueError, match="not found"):
+        corpus_files(tmp_path / "missing.txt")
+
+
+def test_heldout_and_train_documents_are_disjoint_and_complete():
+    files = [RAW / "mobydick.txt"]
+    train = texts(DocumentReader(files, part="train", heldout_every=10))
+    held = texts(DocumentReader(files, part="heldout", heldout_every=10))
+    everything = texts(DocumentReader(files, part="all"))
+    assert len(held) == len(everything) // 10
+    assert sorted(k for k, _ in train + held) == [k for k, _ in everything]
+
+
+def test_a_restored_reader_goes_on_where_it_stopped():
+    files = [RAW / "mobydick.txt", RAW / "janeausten_6novels.txt"]
+    full = texts(DocumentReader(files), repeat=True, n=500)  # crosses files and an epoch
+    reader = DocumentReader(files)
+    first = texts(reader, repeat=True, n=123)
+    resumed = DocumentReader(files)
+    resumed.load_state_dict(reader.state_dict())
+    assert first + texts(resumed, repeat=True, n=500 - 123) == full
+    assert full[-1][0][0] == 1  # the second epoch
+
+
+def test_shuffle_buffer_is_bounded_deterministic_and_resumable():
+    buffer = ShuffleBuffer(50, seed=3)
+    out = list(buffer.shuffle(range(1000)))
+    assert sorted(out) == list(range(1000)) and out != list(range(1000))
+    assert all(o <= i + 50 for i, o in enumerate(out))  # the i-th item out was among the first i + 51 in
+    assert out == list(ShuffleBuffer(50, seed=3).shuffle(range(1000)))
+    source = iter(range(1000))
+    first = ShuffleBuffer(50, seed=3)
+    taken = []
+    for item in first.shuffle(source):
+        taken.append(item)
+        if len(taken) == 300:
+            break
+    second = ShuffleBuffer(50, seed=99)
+    second.load_state_dict(first.state_dict())
+    assert taken + list(second.shuffle(source)) == out
