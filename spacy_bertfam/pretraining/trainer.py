@@ -143,8 +143,9 @@ def pretrain(
 ) -> List[Dict[str, Any]]:
     """Train (or resume) and return the logged records.
 
-    stop_after: end this invocation after that step, as if the job were killed
-        (time-sliced jobs; the resume test) — a later `resume=True` run goes on.
+    stop_after: end after that step as if the job were killed there (no checkpoint
+        at that step; for the resume test) — a later `resume=True` run goes on from
+        the last checkpoint.
     """
     procs = Processes(device)
     output = Path(output)
@@ -205,9 +206,10 @@ def pretrain(
         train_seconds += time.perf_counter() - start
         units += totals[objective.unit]
         out_of_time = settings.max_minutes is not None and train_seconds > settings.max_minutes * 60
-        done = step == settings.max_steps or out_of_time or step == stop_after
+        killed = step == stop_after
+        done = step == settings.max_steps or out_of_time
         bar.update(1)
-        evaluate_now = step % settings.eval_every == 0 or done
+        evaluate_now = step % settings.eval_every == 0 or done or killed
         if procs.main and (step % settings.log_every == 0 or evaluate_now):
             speed = units / max(time.perf_counter() - window_start, 1e-9)
             figures = objective.report(stats_sum, totals)
@@ -219,7 +221,7 @@ def pretrain(
                 bar.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
             records.append(_log(log_path, record))
             units, window_start = 0.0, time.perf_counter()
-        if step % settings.checkpoint_every == 0 or done:
+        if (step % settings.checkpoint_every == 0 or done) and not killed:
             rng = procs.gather(torch.get_rng_state())
             if procs.main:
                 _write(last, objective, model, {
@@ -227,7 +229,7 @@ def pretrain(
                     "stream": stream.state_dict(), "rng": rng, "train_seconds": train_seconds})
             procs.barrier()
             window_start = time.perf_counter()
-        if done:
+        if done or killed:
             break
     bar.close()
     if procs.main and (step == settings.max_steps or out_of_time):
