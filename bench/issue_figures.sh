@@ -2,7 +2,7 @@
 # The measurements behind the closing notes of the GPT and ELMo issues, in sequence:
 # the GPT configs trained from the CPU-pretrained GPT, ELMo pretraining and the ELMo
 # NER config trained from it. (Speed: bench/gpt_generation.py, run on a quiet machine.) Needs corpus/ (see README)
-# and training/gpt_pretrain/final (python -m spacy_bertfam pretrain-gpt ...).
+# and training/gpt_pretrain/final (python -m spacy bertfam-pretrain configs/pretrain_gpt.cfg training/gpt_pretrain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python
@@ -19,8 +19,9 @@ for task in textcat ner; do
   $py -m spacy evaluate training/${task}_gpt/model-last $dev --output "$out/${task}_gpt.json" | tail -20
 done
 if [ ! -d training/elmo_pretrain/final ]; then
-  $py -m spacy_bertfam pretrain-elmo training/elmo_pretrain --train ../shared/data/raw_text/janeausten_6novels.txt \
-      --max-minutes "${ELMO_MINUTES:-12}" --steps 2000 > training/elmo_pretrain.log 2>&1
+  $py -m spacy bertfam-pretrain configs/pretrain_elmo.cfg training/elmo_pretrain \
+      --paths.train ../shared/data/raw_text/janeausten_6novels.txt \
+      --training.max_minutes "${ELMO_MINUTES:-12}" > training/elmo_pretrain.log 2>&1
 fi
 $py -m spacy train configs/ner_elmo.cfg --output training/ner_elmo --paths.train corpus/wnut17_train.spacy \
     --paths.dev corpus/wnut17_dev.spacy --paths.elmo_checkpoint training/elmo_pretrain/final > training/ner_elmo.log 2>&1

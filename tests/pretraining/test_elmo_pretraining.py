@@ -1,5 +1,4 @@
 """ELMo's biLM objective: hand-computed layer 1 and loss; a short pretraining run learns."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,11 +7,10 @@ import torch
 
 from spacy_bertfam.loaders import checkpoint_loader
 from spacy_bertfam.models.elmo import ElmoBiLM, ElmoConfig
-from spacy_bertfam.pretraining.bilm import pretrain_elmo
-from spacy_bertfam.pretraining.loop import LoopSettings
 from spacy_bertfam.tokenization.characters import batch_char_ids
 
 from ..conftest import SHARED_DATA
+from .helpers import pretrain
 
 TINY = dict(char_width=4, filters=[(1, 4), (2, 4)], n_highway=1, cell_width=6, projection_width=3,
             n_layers=1, cell_clip=0.5, projection_clip=0.4, n_words=5, dropout=0.0)
@@ -64,15 +62,17 @@ def test_layer_one_and_lm_loss_by_hand():
 def test_short_pretraining_lowers_heldout_perplexity(tmp_path):
     text = (SHARED_DATA / "raw_text" / "janeausten_6novels.txt").read_text(encoding="utf8")[:60_000]
     (tmp_path / "austen.txt").write_text(text, encoding="utf8")
-    config = ElmoConfig(char_width=8, filters=[(1, 16), (2, 16), (3, 16)], n_highway=1, cell_width=32,
-                        projection_width=16, n_words=800, softmax="adaptive", dropout=0.0)
-    records = pretrain_elmo(tmp_path / "out", [tmp_path / "austen.txt"], config=config,
-                            settings=LoopSettings(steps=30, eval_every=30, warmup=3, lr=5e-3, betas=(0.9, 0.999)),
-                            sequence_length=12, batch_size=16, heldout_fraction=0.1)
+    records = pretrain("elmo", tmp_path / "austen.txt", tmp_path / "out", {
+        "corpus.split": "passages", "corpus.heldout_every": 10, "objective.char_width": 8,
+        "objective.filters": [[1, 16], [2, 16], [3, 16]], "objective.cell_width": 32, "objective.projection_width": 16,
+        "objective.n_words": 800, "objective.dropout": 0.0, "objective.sequence_length": 12,
+        "training.batch_size": 16, "training.max_steps": 30, "training.eval_every": 30, "training.warmup_steps": 3,
+        "training.lr": 0.005})
     before, after = records[0], records[-1]
-    message = f"forward {before['forward_ppl']:.0f}->{after['forward_ppl']:.0f}, backward {before['backward_ppl']:.0f}->{after['backward_ppl']:.0f}"
-    assert after["forward_ppl"] < 0.7 * before["forward_ppl"], message
-    assert after["backward_ppl"] < 0.7 * before["backward_ppl"], message
+    message = (f"forward {before['eval_forward_ppl']:.0f}->{after['eval_forward_ppl']:.0f}, "
+               f"backward {before['eval_backward_ppl']:.0f}->{after['eval_backward_ppl']:.0f}")
+    assert after["eval_forward_ppl"] < 0.7 * before["eval_forward_ppl"], message
+    assert after["eval_backward_ppl"] < 0.7 * before["eval_backward_ppl"], message
     # The checkpoint serves elmo_features, which needs no softmax.
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo_features", config={"model": {

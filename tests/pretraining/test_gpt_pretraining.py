@@ -7,14 +7,10 @@ import numpy as np
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from spacy.training import Example
 
 from spacy_bertfam.loaders import checkpoint_loader
-from spacy_bertfam.models.gpt import GptConfig
-from spacy_bertfam.pretraining.causal_lm import pretrain_gpt
-from spacy_bertfam.pretraining.loop import LoopSettings
-
 from ..conftest import SHARED_DATA
+from .helpers import pretrain
 
 SIZES = dict(n_pieces=400, hidden_width=32, n_layers=2, n_heads=2, intermediate_width=128, n_positions=64)
 
@@ -24,18 +20,16 @@ def pretrained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gpt_pretrain")
     text = (SHARED_DATA / "raw_text" / "janeausten_6novels.txt").read_text(encoding="utf8")[:120_000]
     (tmp / "austen.txt").write_text(text, encoding="utf8")
-    records = pretrain_gpt(
-        tmp / "out", [tmp / "austen.txt"], eval_files={},
-        config=GptConfig(**SIZES, embedding_dropout=0.0, residual_dropout=0.0, attention_dropout=0.0),
-        settings=LoopSettings(steps=60, eval_every=60, warmup=6, lr=3e-3),
-        block_size=32, batch_size=16, heldout_fraction=0.05,
-    )
+    records = pretrain("gpt", tmp / "austen.txt", tmp / "out", {
+        **{f"objective.{k}": v for k, v in SIZES.items()}, "objective.block_size": 32, "corpus.split": "passages",
+        "corpus.heldout_every": 20, "training.batch_size": 16, "training.max_steps": 60, "training.eval_every": 60,
+        "training.warmup_steps": 6, "training.lr": 0.003})
     return tmp / "out", records
 
 
 def test_pretraining_lowers_heldout_perplexity(pretrained):
     _, records = pretrained
-    before, after = records[0]["heldout_ppl"], records[-1]["heldout_ppl"]
+    before, after = records[0]["eval_ppl"], records[-1]["eval_ppl"]
     assert after < 0.6 * before, f"held-out perplexity {before:.1f} -> {after:.1f}"
 
 
