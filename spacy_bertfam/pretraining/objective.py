@@ -6,6 +6,7 @@ micro-batches and processes. Losses are *sums* divided by global counts (masked
 positions, predicted pieces, sequences) that the loop adds up over the whole global
 batch first, so the gradient is the same however the batch is split.
 """
+import logging
 from itertools import islice
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -17,6 +18,8 @@ from ..convert import Checkpoint, read_checkpoint, save_checkpoint
 from ..tokenization import PieceTokenizer
 from .documents import DocKey
 from .stream import ExampleMaker, Numbered
+
+logger = logging.getLogger("spacy_bertfam")
 
 Batch = Dict[str, Any]  # tensors, plus "counts": Dict[str, float] for the normalisers
 HELDOUT_NUMBERS = 10**15  # held-out examples are numbered (e.g. masked) apart from training's
@@ -40,6 +43,8 @@ class Objective:
         checkpoint = read_checkpoint(self.init)
         if checkpoint.family != self.family:
             raise ValueError(f"{self.init} is a {checkpoint.family} checkpoint; this objective needs {self.family}")
+        logger.info("Continuing pretraining from %s: its sizes and vocabulary are used, not the new-model "
+                    "settings of [objective]", self.init)
         return self.from_checkpoint(checkpoint)
 
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:

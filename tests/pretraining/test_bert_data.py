@@ -55,6 +55,7 @@ def test_masking_statistics_over_real_instances(tokenizer, austen_sentences):
     rates = dict(selected=n_selected / n_candidates, masked=n_masked / n_selected,
                  random=n_random / n_selected, kept=n_kept / n_selected)
     message = f"{n_candidates} candidate pieces: {rates}"
+    print(message)
     assert n_candidates >= 100_000, message
     assert abs(rates["selected"] - 0.15) <= 0.005, message
     assert abs(rates["masked"] - 0.8) <= 0.01 and abs(rates["random"] - 0.1) <= 0.01, message
@@ -105,6 +106,7 @@ def test_next_sentence_pairs(austen_sentences):
         instances += [(epoch, inst) for inst in maker(lambda _: next(queue), max_length, seed=epoch).examples(keyed)]
     assert len(instances) >= 40_000, len(instances)
     is_next = np.mean([inst.is_next for _, inst in instances])
+    print(f"IsNext share {is_next:.4f} over {len(instances)} instances")
     assert abs(is_next - 0.5) <= 0.01, f"IsNext share {is_next:.4f} over {len(instances)} instances"
     for _, inst in instances:
         assert len(inst) <= max_length

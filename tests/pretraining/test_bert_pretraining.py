@@ -41,6 +41,7 @@ def test_a_few_hundred_steps_lower_mlm_loss_and_learn_nsp(corpus, tmp_path):
     message = (f"held-out MLM loss {before['eval_mlm_loss']:.3f} -> {after['eval_mlm_loss']:.3f}, MLM acc "
                f"{before['eval_mlm_acc']:.3f} -> {after['eval_mlm_acc']:.3f}, NSP acc "
                f"{before['eval_nsp_acc']:.3f} -> {after['eval_nsp_acc']:.3f} after {after['step']} steps")
+    print(message)
     assert after["step"] == 600
     assert after["eval_mlm_loss"] < before["eval_mlm_loss"] - 1.0, message
     assert after["eval_nsp_acc"] > 0.6, message
