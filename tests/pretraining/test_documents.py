@@ -85,3 +85,28 @@ def test_shuffle_buffer_is_bounded_deterministic_and_resumable():
     second = ShuffleBuffer(50, seed=99)
     second.load_state_dict(first.state_dict())
     assert taken + list(second.shuffle(source)) == out
+
+
+def test_stream_batches_by_sequences_or_pieces_and_resumes():
+    from spacy_bertfam.pretraining.stream import ExampleMaker, ExampleStream
+
+    class Words(ExampleMaker):
+        def make(self, key, text):
+            return [w for w in text.split() if w]
+
+    def stream():
+        return ExampleStream(DocumentReader([RAW / "mobydick.txt"]), Words(), buffer_size=100, seed=0)
+
+    assert [n for n, _ in stream().batch(7)] == list(range(7))
+    s = stream()
+    batches = [s.batch(0, max_pieces=30) for _ in range(50)]
+    assert all(sum(map(len, (w for _, w in b))) <= 30 or len(b) == 1 for b in batches)
+    flat = [w for b in batches for _, w in b]
+    t = stream()
+    assert flat == [w for _, w in t.batch(len(flat))]  # the same order, however batched
+    # Restored mid-stream (an example held over for the next batch included), it goes on identically.
+    u = stream()
+    first = [u.batch(0, max_pieces=30) for _ in range(20)]
+    v = stream()
+    v.load_state_dict(u.state_dict())
+    assert first + [v.batch(0, max_pieces=30) for _ in range(30)] == batches
