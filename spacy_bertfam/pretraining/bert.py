@@ -20,6 +20,7 @@ from torch import nn
 
 from ..convert import Checkpoint, load_state
 from ..models.bert import BertConfig, BertForPretraining
+from ..loaders import load_tokenizer
 from ..tokenization import PieceTokenizer, train_wordpiece
 from .documents import DocKey, first_texts
 from .masking import MaskingScheme
@@ -96,6 +97,8 @@ class BertPretraining(Objective):
     init: a BERT checkpoint (ours or Hugging Face) to continue pretraining; its
         sizes and vocabulary are used, and missing MLM/NSP heads are created fresh
         (logged). None: a new model with `config`, vocabulary trained on the corpus.
+    vocab: a vocabulary for a new model (`tokenizer.json`, WordPiece `vocab.txt` or a
+        directory of either); None trains one of `config.n_pieces` on the corpus.
     config: model sizes for a new model (its n_pieces is the vocabulary size to train).
     dropout: hidden and attention dropout during pretraining (0.1 in the paper).
     """
@@ -103,10 +106,11 @@ class BertPretraining(Objective):
     family = "bert"
     unit = "pieces"
 
-    def __init__(self, *, init: Optional[Path], config: BertConfig, dropout: float, max_length: int,
+    def __init__(self, *, init: Optional[Path], vocab: Optional[Path], config: BertConfig, dropout: float, max_length: int,
                  short_seq_prob: float, mask_rate: float, whole_word: bool, pool_size: int, lowercase: bool,
                  vocab_documents: int, heldout_instances: int, seed: int):
         self.init = Path(init) if init else None
+        self.vocab = vocab
         self.config = config
         self.dropout = dropout
         self.max_length = max_length
@@ -121,9 +125,12 @@ class BertPretraining(Objective):
 
     # -- model -------------------------------------------------------------
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
-        texts = first_texts(train_documents, self.vocab_documents)
-        tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces, lowercase=self.lowercase)
-        logger.info("Trained a WordPiece vocabulary of %d pieces", tokenizer.n_pieces)
+        if self.vocab is not None:
+            tokenizer = load_tokenizer(self.vocab, lowercase=self.lowercase)
+        else:
+            texts = first_texts(train_documents, self.vocab_documents)
+            tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces, lowercase=self.lowercase)
+            logger.info("Trained a WordPiece vocabulary of %d pieces", tokenizer.n_pieces)
         self._use(tokenizer)
         config = replace(self.config, n_pieces=tokenizer.n_pieces, hidden_dropout=self.dropout,
                          attention_dropout=self.dropout)

@@ -53,6 +53,7 @@ def text_corpus(path: Union[str, List[str]], split: str = "chapters", heading: O
 @registry.misc("spacy-bertfam.BertPretraining.v1")
 def bert_pretraining(
     init: Optional[str] = None,
+    vocab: Optional[str] = None,
     n_pieces: int = 8000,
     hidden_width: int = 256,
     n_layers: int = 4,
@@ -74,6 +75,9 @@ def bert_pretraining(
 
     init: a BERT checkpoint (ours or Hugging Face) to continue pretraining from; its
         sizes and vocabulary then replace n_pieces ... n_positions and lowercase.
+    vocab: a vocabulary for a new model (tokenizer.json, WordPiece vocab.txt, or a
+        directory holding one) instead of training one: training a vocabulary with
+        `tokenizers` is not bit-reproducible, a given one is.
     n_pieces: size of the WordPiece vocabulary trained for a new model.
     dropout: hidden and attention dropout (0.1 in the paper).
     max_length: pieces per instance, [CLS] A [SEP] B [SEP] included.
@@ -87,7 +91,7 @@ def bert_pretraining(
                         intermediate_width=intermediate_width, n_positions=n_positions)
     if max_length > n_positions:
         raise ValueError(f"max_length {max_length} exceeds n_positions {n_positions}")
-    return BertPretraining(init=Path(init) if init else None, config=config, dropout=dropout, max_length=max_length,
+    return BertPretraining(init=Path(init) if init else None, vocab=Path(vocab) if vocab else None, config=config, dropout=dropout, max_length=max_length,
                            short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
                            pool_size=pool_size, lowercase=lowercase, vocab_documents=vocab_documents,
                            heldout_instances=heldout_instances, seed=seed)

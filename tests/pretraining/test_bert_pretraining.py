@@ -124,3 +124,12 @@ def test_configs_ner_starts_from_a_pretraining_checkpoint(start, tmp_path):
     trained = spacy.load(tmp_path / "model" / "model-last")
     assert trained.get_pipe("bert_encoder").model.attrs["source"] == str(start)
     assert trained("Emma called .").tensor.shape == (3, 32)
+
+
+def test_fresh_runs_with_a_given_vocabulary_are_identical(small_corpus, start, tmp_path):
+    settings = {**TINY_BERT, "paths.vocab": str(start / "tokenizer.json"), "training.max_steps": 4,
+                "training.eval_every": 4, "objective.heldout_instances": 32, "corpus.heldout_every": 6}
+    first = pretrain("bert", small_corpus, tmp_path / "a", settings)
+    second = pretrain("bert", small_corpus, tmp_path / "b", settings)
+    assert [r.get("loss") for r in first] == [r.get("loss") for r in second]
+    assert (tmp_path / "a" / "final" / "tokenizer.json").read_text() == (start / "tokenizer.json").read_text()
