@@ -2,7 +2,7 @@
 through the `spacy_cli` entry point. Heavy imports wait until the command runs, so
 every other spaCy command stays as fast as before."""
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
 import typer
 from spacy.cli._util import Arg, Opt, app, parse_config_overrides
@@ -25,7 +25,7 @@ def bertfam_pretrain_cli(
 
 
 def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_id: int = -1,
-        resume: bool = False, stop_after: int = None) -> list:
+        resume: bool = False, stop_after: Optional[int] = None) -> List[Dict[str, Any]]:
     """Resolve the config and pretrain; the command's body, callable from Python."""
     import logging
     import os
@@ -57,5 +57,5 @@ def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_
     if int(os.environ.get("RANK", "0")) == 0:
         config.to_disk(output_path / "config.cfg")
     corpus = resolved["corpus"]
-    return pretrain(resolved["objective"], corpus.reader("train"), corpus.reader("heldout"), settings,
+    return pretrain(resolved["objective"], corpus.reader("train"), corpus.heldout_readers(), settings,
                     output_path, device=device, resume=resume, stop_after=stop_after)

@@ -5,7 +5,7 @@ and its objective; [training] is a plain block of `TrainingSettings`.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Union
 
 from spacy.util import registry
 
@@ -26,15 +26,22 @@ class TextCorpus:
     split: str
     heading: str
     heldout_every: int
+    extra_heldout: Dict[str, List[Path]]
 
     def reader(self, part: str) -> DocumentReader:
         return DocumentReader(self.files, split=self.split, heading=self.heading, part=part,
                               heldout_every=self.heldout_every)
 
+    def heldout_readers(self) -> Dict[str, DocumentReader]:
+        """Evaluation sets by name: "eval" (the held-out documents) and each extra corpus."""
+        extra = {f"eval_{name}": DocumentReader(files, split=self.split, heading=self.heading, part="all")
+                 for name, files in self.extra_heldout.items()}
+        return {"eval": self.reader("heldout"), **extra}
+
 
 @registry.misc("spacy-bertfam.TextCorpus.v1")
 def text_corpus(path: Union[str, List[str]], split: str = "chapters", heading: Optional[str] = None,
-                heldout_every: int = 50) -> TextCorpus:
+                heldout_every: int = 50, extra_heldout: Dict[str, Union[str, List[str]]] = {}) -> TextCorpus:
     """Plain text (.txt) or JSONL ({"text": ...} per line) files, read lazily.
 
     path: a file, a directory (searched for .txt/.jsonl) or a list of them.
@@ -44,10 +51,13 @@ def text_corpus(path: Union[str, List[str]], split: str = "chapters", heading: O
     heading: regular expression of a chapter heading (null: the default, which knows
         "CHAPTER 1", "CHAPTER XIV", "Genesis 1" and WikiText " = Title = " lines).
     heldout_every: every n-th document is held out for evaluation, never trained on.
+    extra_heldout: more evaluation corpora by name (e.g. {"wikitext2": "wiki.test.txt"}),
+        evaluated whole beside the held-out documents and logged as eval_<name>_*.
     """
     reader = DocumentReader(corpus_files(path), split=split, heading=heading or DEFAULT_HEADING,
                             heldout_every=heldout_every)
-    return TextCorpus(reader.files, reader.split, reader.heading, heldout_every)
+    extra = {name: corpus_files(paths) for name, paths in extra_heldout.items()}
+    return TextCorpus(reader.files, reader.split, reader.heading, heldout_every, extra)
 
 
 @registry.misc("spacy-bertfam.BertPretraining.v1")

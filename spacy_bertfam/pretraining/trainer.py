@@ -139,7 +139,7 @@ def warmup_linear(step: int, warmup: int, total: int) -> float:
 def pretrain(
     objective: Objective,
     train: DocumentReader,
-    heldout: DocumentReader,
+    heldout: Dict[str, DocumentReader],
     settings: TrainingSettings,
     output: Path,
     *,
@@ -149,6 +149,7 @@ def pretrain(
 ) -> List[Dict[str, Any]]:
     """Train (or resume) and return the logged records.
 
+    heldout: evaluation sets by log prefix (e.g. "eval": the held-out documents).
     stop_after: end after that step as if the job were killed there (no checkpoint
         at that step; for the resume test) — a later `resume=True` run goes on from
         the last checkpoint.
@@ -182,9 +183,10 @@ def pretrain(
         torch.manual_seed(settings.seed + 1 + procs.rank)  # dropout differs per process
     log_path = output / "log.jsonl"
     records = _read_log(log_path, step) if procs.main else []
-    eval_data = objective.heldout(heldout.documents(repeat=False)) if procs.main else []
+    eval_sets = {name: objective.heldout(reader.documents(repeat=False)) for name, reader in heldout.items()} \
+        if procs.main else {}
     if procs.main and step == 0:
-        records.append(_log(log_path, {"step": 0, **_prefixed("eval", evaluate(objective, model, eval_data, device))}))
+        records.append(_log(log_path, {"step": 0, **evaluate_all(objective, model, eval_sets, device)}))
     bar = tqdm(total=settings.max_steps, initial=step, unit="step", dynamic_ncols=True, disable=not procs.main)
     train_seconds = state.get("train_seconds", 0.0)
     units = 0.0
@@ -211,7 +213,7 @@ def pretrain(
             record = {"step": step, **figures, "lr": schedule.get_last_lr()[0], "grad_norm": grad_norm,
                       f"{objective.unit}_per_s": speed, "train_seconds": train_seconds}
             if evaluate_now:
-                record.update(_prefixed("eval", evaluate(objective, model, eval_data, device)))
+                record.update(evaluate_all(objective, model, eval_sets, device))
                 bar.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
             records.append(_log(log_path, record))
             units, window_start = 0.0, time.perf_counter()
@@ -274,6 +276,15 @@ def train_step(objective: Objective, model: nn.Module, optimizer: torch.optim.Op
     return totals, procs.sum(_add(stats)), grad_norm
 
 
+def evaluate_all(objective: Objective, model: nn.Module, sets: Dict[str, List[Batch]],
+                 device: torch.device) -> Dict[str, float]:
+    """Every evaluation set's figures, each under its name as prefix."""
+    out: Dict[str, float] = {}
+    for name, batches in sets.items():
+        out.update({f"{name}_{k}": v for k, v in evaluate(objective, model, batches, device).items()})
+    return out
+
+
 @torch.no_grad()
 def evaluate(objective: Objective, model: nn.Module, batches: List[Batch], device: torch.device) -> Dict[str, float]:
     model.eval()
@@ -323,6 +334,3 @@ def _add(dicts: List[Dict[str, float]]) -> Dict[str, float]:
 def _to(batch: Batch, device: torch.device) -> Batch:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
-
-def _prefixed(prefix: str, figures: Dict[str, float]) -> Dict[str, float]:
-    return {f"{prefix}_{k}": v for k, v in figures.items()}

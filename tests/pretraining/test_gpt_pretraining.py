@@ -22,7 +22,8 @@ def pretrained(tmp_path_factory):
     (tmp / "austen.txt").write_text(text, encoding="utf8")
     records = pretrain("gpt", tmp / "austen.txt", tmp / "out", {
         **{f"objective.{k}": v for k, v in SIZES.items()}, "objective.block_size": 32, "corpus.split": "passages",
-        "corpus.heldout_every": 20, "training.batch_size": 16, "training.max_steps": 60, "training.eval_every": 60,
+        "corpus.heldout_every": 20, "corpus.extra_heldout": {"wikitext2": str(SHARED_DATA / "raw_text" / "wikitext2_test.tokens.txt")},
+        "training.batch_size": 16, "training.max_steps": 60, "training.eval_every": 60,
         "training.warmup_steps": 6, "training.lr": 0.003})
     return tmp / "out", records
 
@@ -31,6 +32,9 @@ def test_pretraining_lowers_heldout_perplexity(pretrained):
     _, records = pretrained
     before, after = records[0]["eval_ppl"], records[-1]["eval_ppl"]
     assert after < 0.6 * before, f"held-out perplexity {before:.1f} -> {after:.1f}"
+    # WikiText-2 test, another domain, evaluated beside the held-out chapters.
+    wiki_before, wiki_after = records[0]["eval_wikitext2_ppl"], records[-1]["eval_wikitext2_ppl"]
+    assert wiki_after < 0.8 * wiki_before, f"WikiText-2 perplexity {wiki_before:.1f} -> {wiki_after:.1f}"
 
 
 def test_checkpoint_initialises_gpt_lm(pretrained):
