@@ -11,7 +11,7 @@ chunk pairs with its document's neighbouring sentence. Documents with fewer than
 sentences give no instances.
 """
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
@@ -98,22 +98,22 @@ def _pack(first: List[Sentence], second: List[Sentence], is_next: bool, room: in
           rng: np.random.Generator, cls_id: int, sep_id: int) -> Instance:
     a_ids, a_ws = _concat(first)
     b_ids, b_ws = _concat(second)
-    while len(a_ids) + len(b_ids) > room:
-        longer = "a" if len(a_ids) > len(b_ids) else "b"
-        ids, ws = (a_ids, a_ws) if longer == "a" else (b_ids, b_ws)
-        ids, ws = (ids[1:], ws[1:]) if rng.random() < 0.5 else (ids[:-1], ws[:-1])
-        if longer == "a":
-            a_ids, a_ws = ids, ws
+    # Truncation as the reference: one piece at a time from a random end of the
+    # longer segment; only the kept spans [lo, hi) are tracked, then cut once.
+    spans = [[0, len(a_ids)], [0, len(b_ids)]]
+    while sum(hi - lo for lo, hi in spans) > room:
+        span = spans[0] if spans[0][1] - spans[0][0] > spans[1][1] - spans[1][0] else spans[1]
+        if rng.random() < 0.5:
+            span[0] += 1
         else:
-            b_ids, b_ws = ids, ws
+            span[1] -= 1
+    (a_lo, a_hi), (b_lo, b_hi) = spans
     special = np.asarray([True])
-    ids = np.concatenate([[cls_id], a_ids, [sep_id], b_ids, [sep_id]]).astype(np.int64)
-    word_start = np.concatenate([special, a_ws, special, b_ws, special])
-    return Instance(ids, word_start, len(a_ids) + 2, is_next)
+    ids = np.concatenate([[cls_id], a_ids[a_lo:a_hi], [sep_id], b_ids[b_lo:b_hi], [sep_id]]).astype(np.int64)
+    word_start = np.concatenate([special, a_ws[a_lo:a_hi], special, b_ws[b_lo:b_hi], special])
+    return Instance(ids, word_start, a_hi - a_lo + 2, is_next)
 
 
-def _concat(sentences: List[Sentence]):
-    if not sentences:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+def _concat(sentences: List[Sentence]) -> Tuple[np.ndarray, np.ndarray]:
     return (np.concatenate([s.ids for s in sentences]).astype(np.int64),
             np.concatenate([s.word_start for s in sentences]).astype(bool))
