@@ -8,7 +8,7 @@ Loss = mean MLM cross-entropy over the selected positions + mean NSP cross-entro
 """
 import logging
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -91,6 +91,7 @@ class InstanceMaker(ExampleMaker):
         self.waiting = list(state["waiting"])
 
 
+@dataclass(kw_only=True)
 class BertPretraining(Objective):
     """MLM + NSP from scratch (new WordPiece vocabulary) or continued from `init`.
 
@@ -106,22 +107,19 @@ class BertPretraining(Objective):
     family = "bert"
     unit = "pieces"
 
-    def __init__(self, *, init: Optional[Path], vocab: Optional[Path], config: BertConfig, dropout: float, max_length: int,
-                 short_seq_prob: float, mask_rate: float, whole_word: bool, pool_size: int, lowercase: bool,
-                 vocab_documents: int, heldout_instances: int, seed: int):
-        self.init = Path(init) if init else None
-        self.vocab = vocab
-        self.config = config
-        self.dropout = dropout
-        self.max_length = max_length
-        self.short_seq_prob = short_seq_prob
-        self.mask_rate = mask_rate
-        self.whole_word = whole_word
-        self.pool_size = pool_size
-        self.lowercase = lowercase
-        self.vocab_documents = vocab_documents
-        self.heldout_examples = heldout_instances
-        self.seed = seed
+    init: Optional[Path]
+    vocab: Optional[Path]
+    config: BertConfig
+    dropout: float
+    max_length: int
+    short_seq_prob: float
+    mask_rate: float
+    whole_word: bool
+    pool_size: int
+    lowercase: bool
+    vocab_documents: int
+    heldout_examples: int
+    seed: int
 
     # -- model -------------------------------------------------------------
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:

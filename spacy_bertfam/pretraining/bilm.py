@@ -8,7 +8,7 @@ saved beside the checkpoint as words.txt; "adaptive" keeps it cheap.
 """
 import logging
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -69,20 +69,19 @@ class SequenceMaker(ExampleMaker):
         self.carry = list(state["carry"])
 
 
+@dataclass(kw_only=True)
 class ElmoPretraining(Objective):
     """The biLM from scratch, or continued from one of our ELMo checkpoints (`init`)."""
 
     family = "elmo"
     unit = "words"
 
-    def __init__(self, *, init: Optional[Path], config: ElmoConfig, sequence_length: int,
-                 vocab_documents: int, heldout_sequences: int):
-        self.init = init
-        self.config = config
-        self.sequence_length = sequence_length
-        self.vocab_documents = vocab_documents
-        self.heldout_examples = heldout_sequences
-        self.vocab: Dict[str, int] = {}
+    init: Optional[Path]
+    config: ElmoConfig
+    sequence_length: int
+    vocab_documents: int
+    heldout_examples: int
+    vocab: Dict[str, int] = field(default_factory=dict, init=False)  # the softmax words
 
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
         split = WordSplitter()

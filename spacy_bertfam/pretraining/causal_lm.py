@@ -5,7 +5,7 @@ and cut into consecutive blocks of `block_size + 1` pieces (inputs and shifted
 targets); a block may span a document boundary, as in GPT-2's training.
 """
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -63,6 +63,7 @@ def _chunks(text: str, size: int) -> List[str]:
     return out
 
 
+@dataclass(kw_only=True)
 class GptPretraining(Objective):
     """Causal LM from scratch (byte-level BPE trained on the corpus, or GPT-2's
     vocabulary) or continued from `init`."""
@@ -70,15 +71,13 @@ class GptPretraining(Objective):
     family = "gpt"
     unit = "pieces"
 
-    def __init__(self, *, init: Optional[Path], config: GptConfig, dropout: float, block_size: int,
-                 gpt2_vocab: Optional[Path], vocab_documents: int, heldout_blocks: int):
-        self.init = init
-        self.config = config
-        self.dropout = dropout
-        self.block_size = block_size
-        self.gpt2_vocab = gpt2_vocab
-        self.vocab_documents = vocab_documents
-        self.heldout_examples = heldout_blocks
+    init: Optional[Path]
+    config: GptConfig
+    dropout: float
+    block_size: int
+    gpt2_vocab: Optional[Path]
+    vocab_documents: int
+    heldout_examples: int
 
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
         if self.gpt2_vocab is not None:

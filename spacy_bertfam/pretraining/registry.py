@@ -104,7 +104,7 @@ def bert_pretraining(
     return BertPretraining(init=Path(init) if init else None, vocab=Path(vocab) if vocab else None, config=config, dropout=dropout, max_length=max_length,
                            short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
                            pool_size=pool_size, lowercase=lowercase, vocab_documents=vocab_documents,
-                           heldout_instances=heldout_instances, seed=seed)
+                           heldout_examples=heldout_instances, seed=seed)
 
 
 @registry.misc("spacy-bertfam.GptPretraining.v1")
@@ -134,7 +134,7 @@ def gpt_pretraining(
         raise ValueError(f"block_size {block_size} exceeds n_positions {n_positions}")
     return GptPretraining(init=Path(init) if init else None, config=config, dropout=dropout, block_size=block_size,
                           gpt2_vocab=Path(gpt2_vocab) if gpt2_vocab else None, vocab_documents=vocab_documents,
-                          heldout_blocks=heldout_blocks)
+                          heldout_examples=heldout_blocks)
 
 
 @registry.misc("spacy-bertfam.ElmoPretraining.v1")
@@ -164,4 +164,4 @@ def elmo_pretraining(
                         cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
                         n_words=n_words, softmax=softmax, dropout=dropout)
     return ElmoPretraining(init=Path(init) if init else None, config=config, sequence_length=sequence_length,
-                           vocab_documents=vocab_documents, heldout_sequences=heldout_sequences)
+                           vocab_documents=vocab_documents, heldout_examples=heldout_sequences)
