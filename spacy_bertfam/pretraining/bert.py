@@ -22,7 +22,7 @@ from ..convert import Checkpoint, load_state
 from ..models.bert import BertConfig, BertForPretraining
 from ..loaders import load_tokenizer
 from ..tokenization import PieceTokenizer, train_wordpiece
-from .documents import DocKey, first_texts
+from .documents import DocKey, first_texts, paragraphs
 from .masking import MaskingScheme
 from .nsp import Instance, Sentence, document_instances
 from .objective import Batch, Objective
@@ -42,10 +42,7 @@ class SentenceSplitter:
         self.tokenizer = tokenizer
 
     def __call__(self, text: str) -> List[Sentence]:
-        # Paragraphs separately: sentences never cross them, and no text exceeds
-        # spaCy's max_length however long the document.
-        paragraphs = [p for p in text.split("\n\n") if p.strip()]
-        sentences = [s.text for doc in self.nlp.pipe(paragraphs) for s in doc.sents if s.text.strip()]
+        sentences = [s.text for doc in self.nlp.pipe(paragraphs(text)) for s in doc.sents if s.text.strip()]
         encoded = self.tokenizer.encode_plain(sentences)
         return [Sentence(ids.astype(np.int32), starts) for ids, starts in encoded if len(ids)]
 

@@ -20,7 +20,7 @@ from torch import nn
 from ..convert import Checkpoint, load_state
 from ..models.elmo import ElmoBiLM, ElmoConfig
 from ..tokenization.characters import BOS_TOKEN, EOS_TOKEN, batch_char_ids
-from .documents import DocKey, first_texts
+from .documents import DocKey, first_texts, paragraphs
 from .objective import Batch, Objective
 from .stream import ExampleMaker, Numbered
 
@@ -34,9 +34,8 @@ class WordSplitter:
     def __init__(self) -> None:
         self.nlp = spacy.blank("en")
 
-    def __call__(self, text: str, chunk_chars: int = 200_000) -> List[str]:
-        chunks = [text[i : i + chunk_chars] for i in range(0, len(text), chunk_chars)]
-        return [t.text for doc in self.nlp.pipe(chunks) for t in doc if not t.is_space]
+    def __call__(self, text: str) -> List[str]:
+        return [t.text for doc in self.nlp.pipe(paragraphs(text)) for t in doc if not t.is_space]
 
 
 def build_vocab(words: Sequence[str], size: int) -> Dict[str, int]:

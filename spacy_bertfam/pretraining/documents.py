@@ -159,6 +159,12 @@ def _record_text(line: str, path: Path) -> str:
 
 
 
+def paragraphs(text: str) -> List[str]:
+    """The blank-line-separated paragraphs of a document: units that spaCy reads one
+    at a time, so no document is too long for it and nothing is cut mid-word."""
+    return [p for p in text.split("\n\n") if p.strip()]
+
+
 def first_texts(documents: Iterator[Tuple[DocKey, str]], n: int) -> Iterator[str]:
     """The texts of the first `n` documents (e.g. to train a vocabulary on)."""
     for _, (_, text) in zip(range(n), documents):
