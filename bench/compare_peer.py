@@ -2,12 +2,17 @@
 
 Runs whose bench/runs/<name>/model-last exists are evaluated again, not retrained.
 
-    .venv/bin/python bench/compare_peer.py                 # accuracy + speed (about 1.5 h on 2 cores)
-    .venv/bin/python bench/compare_peer.py --only speed
-    .venv/bin/python bench/compare_peer.py --only accuracy --seeds 0
+    .venv/bin/python bench/compare_peer.py                 # accuracy + speed (about 2.5 h on 2 cores)
+    .venv/bin/python bench/compare_peer.py --only speed --systems ours peer
+    .venv/bin/python bench/compare_peer.py --only accuracy --seeds 0 --tasks textcat
 
-Needs the [peer] extra (`bash .ci/setup peer`). Accuracy: `spacy train` with
-configs/{ner,textcat}.cfg against bench/peer_{ner,textcat}.cfg (NER: 5 epochs of
+Three systems: `ours` (configs/{ner,textcat}.cfg as shipped: the listener
+concatenates the last four layers), `ours_top_layer` (the same configs with the
+listener on the top layer alone, which is all the peer's listener sees) and `peer`
+(bench/peer_{ner,textcat}.cfg). Results are merged into bench/results/*.json by
+system/task/seed, so a partial run updates only what it measured.
+
+Needs the [peer] extra (`bash .ci/setup peer`). Accuracy: `spacy train` (NER: 5 epochs of
 WNUT-17 train, scored on WNUT-17 dev; textcat: 2 epochs of Banking77 train with a
 seed-0 random 10% held out, scored on it), then `spacy evaluate`. Speed, each
 system in its own process with 2 torch threads: nlp.pipe words/s at batch sizes 8
@@ -22,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
@@ -31,10 +36,9 @@ RESULTS = ROOT / "bench" / "results"
 SHARED = ROOT.parent / "shared" / "data"
 THREADS = "2"
 
-SYSTEMS = {
-    "ours": {"ner": ROOT / "configs" / "ner.cfg", "textcat": ROOT / "configs" / "textcat.cfg"},
-    "peer": {"ner": ROOT / "bench" / "peer_ner.cfg", "textcat": ROOT / "bench" / "peer_textcat.cfg"},
-}
+# "ours" is the shipped configs (listeners concatenate the last four layers);
+# "ours_top_layer" reads the top layer alone, as the peer's listener does.
+SYSTEMS = ("ours", "ours_top_layer", "peer")
 DATA = {
     "ner": (CORPUS / "wnut17_train.spacy", CORPUS / "wnut17_dev.spacy"),
     "textcat": (CORPUS / "banking77" / "train.spacy", CORPUS / "banking77" / "dev.spacy"),
@@ -53,6 +57,18 @@ def minilm() -> str:
     return str(pretrained_path("all-MiniLM-L6-v2"))
 
 
+def setup(system: str, task: str) -> Tuple[Path, Dict[str, Any]]:
+    """The config file and overrides that make up one system for one task."""
+    if system == "peer":
+        return ROOT / "bench" / f"peer_{task}.cfg", {"paths.minilm": minilm()}
+    overrides: Dict[str, Any] = {}
+    if system == "ours_top_layer":
+        listener = f"components.{task}.model.tok2vec"
+        overrides = {f"{listener}.layers": [-1], f"{listener}.combine": "scalar_mix",
+                     f"{listener}.width": 384}
+    return ROOT / "configs" / f"{task}.cfg", overrides
+
+
 def prepare_corpora() -> None:
     run = lambda *a: subprocess.run([sys.executable, "-m", "spacy_bertfam", *a], check=True)  # noqa: E731
     if not DATA["ner"][0].exists():
@@ -66,10 +82,11 @@ def prepare_corpora() -> None:
 def train_and_evaluate(system: str, task: str, seed: int) -> Dict:
     out = RUNS / f"{system}_{task}_s{seed}"
     train, dev = DATA[task]
-    cmd = [sys.executable, "-m", "spacy", "train", str(SYSTEMS[system][task]), "--output", str(out),
+    config, overrides = setup(system, task)
+    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(out),
            "--paths.train", str(train), "--paths.dev", str(dev), "--system.seed", str(seed)]
-    if system == "peer":
-        cmd += ["--paths.minilm", minilm()]
+    for key, value in overrides.items():
+        cmd += [f"--{key}", json.dumps(value)]
     timing = out / "train_seconds.json"
     if (out / "model-last").exists():  # finished earlier: evaluate it again, keep its timing
         seconds = json.loads(timing.read_text()) if timing.exists() else None
@@ -102,9 +119,10 @@ def speed_worker(system: str) -> Dict:
 
     torch.set_num_threads(int(THREADS))
     fix_random_seed(0)
-    config = spacy.util.load_config(SYSTEMS[system]["ner"], overrides={
-        "paths.train": str(DATA["ner"][0]), "paths.dev": str(DATA["ner"][1]),
-        **({"paths.minilm": minilm()} if system == "peer" else {})}, interpolate=False)
+    path, overrides = setup(system, "ner")
+    config = spacy.util.load_config(path, overrides={
+        "paths.train": str(DATA["ner"][0]), "paths.dev": str(DATA["ner"][1]), **overrides},
+        interpolate=False)
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     train_docs = list(DocBin().from_disk(DATA["ner"][0]).get_docs(nlp.vocab))
     examples = [Example(nlp.make_doc(d.text), d) for d in train_docs]
@@ -145,36 +163,51 @@ def mean(values: List[float]) -> float:
     return sum(values) / len(values)
 
 
-def table(accuracy: List[Dict], speed: List[Dict]) -> str:
-    lines = []
-    if accuracy:
-        lines += ["| task | metric | ours (per seed) | ours mean | peer (per seed) | peer mean |",
-                  "|---|---|---|---|---|---|"]
-        for task, metrics in (("ner", ("p", "r", "f")), ("textcat", ("acc", "macro_f"))):
-            for metric in metrics:
-                row = [task, metric]
-                for system in ("ours", "peer"):
-                    vals = [r[metric] for r in accuracy if r["system"] == system and r["task"] == task]
-                    row += [", ".join(f"{v:.4f}" for v in vals) or "-", f"{mean(vals):.4f}" if vals else "-"]
-                lines.append("| " + " | ".join(row) + " |")
-        for task in ("ner", "textcat"):
-            for system in ("ours", "peer"):
-                secs = [r["train_seconds"] for r in accuracy
-                        if r["system"] == system and r["task"] == task and r["train_seconds"] is not None]
-                if secs:
-                    lines.append(f"\n{system} {task}: spacy train wall time per run {mean(secs):.0f} s")
-    if speed:
-        lines += ["", "| system | infer words/s bs=8 | infer words/s bs=32 | train words/s | peak RSS infer (MB) | peak RSS train (MB) |",
-                  "|---|---|---|---|---|---|"]
-        for r in speed:
-            lines.append(f"| {r['system']} | {r['infer_wps_bs8']:.0f} | {r['infer_wps_bs32']:.0f} | "
-                         f"{r['train_wps']:.0f} | {r['rss_infer_mb']:.0f} | {r['rss_peak_mb']:.0f} |")
-        by = {r["system"]: r for r in speed}
-        if {"ours", "peer"} <= set(by):
-            ratio = lambda k: by["ours"][k] / by["peer"][k]  # noqa: E731
-            lines.append(f"\nours/peer: inference {ratio('infer_wps_bs8'):.2f}× (bs 8), "
+def merge(path: Path, new: List[Dict], key: Tuple[str, ...]) -> List[Dict]:
+    """Earlier results stay unless this run measured the same thing again."""
+    old = json.loads(path.read_text()) if path.exists() else []
+    fresh = {tuple(r[k] for k in key) for r in new}
+    merged = [r for r in old if tuple(r[k] for k in key) not in fresh] + new
+    path.write_text(json.dumps(merged, indent=2))
+    return merged
+
+
+def accuracy_table(accuracy: List[Dict]) -> List[str]:
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in accuracy)]
+    lines = ["| task | metric | " + " | ".join(f"{s} (per seed) | {s} mean" for s in systems) + " |",
+             "|---|---|" + "---|---|" * len(systems)]
+    for task, metrics in (("ner", ("p", "r", "f")), ("textcat", ("acc", "macro_f"))):
+        for metric in metrics:
+            row = [task, metric]
+            for system in systems:
+                runs = sorted((r for r in accuracy if r["system"] == system and r["task"] == task),
+                              key=lambda r: r["seed"])
+                vals = [r[metric] for r in runs]
+                row += [", ".join(f"{v:.4f}" for v in vals) or "-", f"{mean(vals):.4f}" if vals else "-"]
+            lines.append("| " + " | ".join(row) + " |")
+    for task in ("ner", "textcat"):
+        for system in systems:
+            secs = [r["train_seconds"] for r in accuracy
+                    if r["system"] == system and r["task"] == task and r["train_seconds"] is not None]
+            if secs:
+                lines.append(f"\n{system} {task}: spacy train wall time per run {mean(secs):.0f} s")
+    return lines
+
+
+def speed_table(speed: List[Dict]) -> List[str]:
+    lines = ["| system | infer words/s bs=8 | infer words/s bs=32 | train words/s | peak RSS infer (MB) | peak RSS train (MB) |",
+             "|---|---|---|---|---|---|"]
+    by = {r["system"]: r for r in speed}
+    for system in (s for s in SYSTEMS if s in by):
+        r = by[system]
+        lines.append(f"| {system} | {r['infer_wps_bs8']:.0f} | {r['infer_wps_bs32']:.0f} | "
+                     f"{r['train_wps']:.0f} | {r['rss_infer_mb']:.0f} | {r['rss_peak_mb']:.0f} |")
+    for ours in ("ours", "ours_top_layer"):
+        if {ours, "peer"} <= set(by):
+            ratio = lambda k: by[ours][k] / by["peer"][k]  # noqa: E731
+            lines.append(f"\n{ours}/peer: inference {ratio('infer_wps_bs8'):.2f}× (bs 8), "
                          f"{ratio('infer_wps_bs32'):.2f}× (bs 32); training {ratio('train_wps'):.2f}×")
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -182,29 +215,30 @@ def main() -> None:
     parser.add_argument("--only", choices=["accuracy", "speed"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--tasks", nargs="+", default=["ner", "textcat"])
-    parser.add_argument("--speed-worker", choices=sorted(SYSTEMS))
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    parser.add_argument("--speed-worker", choices=SYSTEMS)
     args = parser.parse_args()
     if args.speed_worker:
         print(json.dumps(speed_worker(args.speed_worker)))
         return
     prepare_corpora()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    accuracy, speed = [], []
     if args.only in (None, "accuracy"):
+        accuracy = []
         for task in args.tasks:
             for seed in args.seeds:
-                for system in ("ours", "peer"):
+                for system in args.systems:
                     accuracy.append(train_and_evaluate(system, task, seed))
                     print(json.dumps(accuracy[-1]), flush=True)
-        (RESULTS / "accuracy.json").write_text(json.dumps(accuracy, indent=2))
+        accuracy = merge(RESULTS / "accuracy.json", accuracy, ("system", "task", "seed"))
+        (RESULTS / "accuracy.md").write_text("\n".join(accuracy_table(accuracy)) + "\n")
     if args.only in (None, "speed"):
-        for system in ("ours", "peer"):
-            speed.append(measure_speed(system))
-            print(json.dumps(speed[-1]), flush=True)
-        (RESULTS / "speed.json").write_text(json.dumps(speed, indent=2))
-    report = table(accuracy, speed)
-    (RESULTS / f"{args.only or 'all'}.md").write_text(report + "\n")
-    print(report)
+        speed = [measure_speed(system) for system in args.systems]
+        speed = merge(RESULTS / "speed.json", speed, ("system",))
+        (RESULTS / "speed.md").write_text("\n".join(speed_table(speed)) + "\n")
+    for name in ("accuracy.md", "speed.md"):
+        if (RESULTS / name).exists():
+            print((RESULTS / name).read_text())
 
 
 if __name__ == "__main__":

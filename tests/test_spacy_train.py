@@ -4,9 +4,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 import spacy
 from spacy.tokens import DocBin
+
+from spacy_bertfam.layers.piece_encoder import normalise_layer
 
 from .conftest import write_vocab
 from .pipeline.pipelines import TRAIN, examples
@@ -75,3 +78,25 @@ def test_spacy_train_shipped_frozen_config(tmp_path, hf_bert_dir):
     assert all(torch.equal(after[k], before[k]) for k in before)  # frozen: not one weight moved
     doc = trained(TRAIN[0][0])
     assert sorted(doc._.bertfam["bert_encoder"].layers) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("task", ["ner", "textcat"])
+def test_shipped_configs_train_from_minilm(task, tmp_path, minilm_dir):
+    """configs/{ner,textcat}.cfg as shipped: MiniLM through the registered loader, a few steps."""
+    corpus = _corpus(tmp_path / "train.spacy")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(CONFIGS.parents[1] / "configs" / f"{task}.cfg"),
+         "--output", str(out), "--paths.train", str(corpus), "--paths.dev", str(corpus),
+         "--training.max_epochs", "0", "--training.max_steps", "2", "--training.eval_frequency", "2"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    nlp = spacy.load(out / "model-last")
+    read = {normalise_layer(i, 7) for i in nlp.get_pipe_config(task)["model"]["tok2vec"]["layers"]}
+    doc = nlp(TRAIN[1][0])
+    # Stored: the layers the listener reads (MiniLM: 0..6), and the top one for doc.tensor.
+    assert set(doc._.bertfam["bert_encoder"].layers) == read | {6}
+    assert doc.tensor.shape == (len(doc), 384)
+    if task == "textcat":
+        assert set(doc.cats) == {"PET", "PLACE"} and sum(doc.cats.values()) == pytest.approx(1.0)

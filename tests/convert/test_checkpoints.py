@@ -1,7 +1,6 @@
 """Checkpoint reading: our format, Hugging Face BERT, and every documented error."""
 import json
 import logging
-import shutil
 
 import pytest
 import torch

@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 import spacy
 import torch
 from spacy.tokens import DocBin

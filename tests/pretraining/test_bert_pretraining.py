@@ -117,7 +117,9 @@ def test_configs_ner_starts_from_a_pretraining_checkpoint(start, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(CONFIGS / "ner.cfg"), "--output", str(tmp_path / "model"),
          "--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "train.spacy"),
-         "--paths.encoder_checkpoint", str(start), "--components.ner.model.tok2vec.width=32",
+         "--paths.encoder_checkpoint", str(start),
+         # two layers: concatenate all three outputs instead of the config's last four
+         "--components.ner.model.tok2vec.layers=[-3,-2,-1]", "--components.ner.model.tok2vec.width=96",
          "--training.max_epochs=0", "--training.max_steps=3", *overrides],
         capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
