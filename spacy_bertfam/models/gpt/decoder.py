@@ -99,8 +99,7 @@ class GptDecoder(nn.Module):
         keys = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T_kv)
         # A padding query may see no key at all; let every query see itself so that
         # attention never normalises over an empty set (its output is ignored anyway).
-        itself = torch.zeros(T, past + T, dtype=torch.bool, device=piece_ids.device)
-        itself[torch.arange(T), past + torch.arange(T)] = True
+        itself = torch.eye(T, past + T, dtype=torch.bool, device=piece_ids.device).roll(past, dims=1)
         attend = keys | itself
         x = self.dropout(self.pieces(piece_ids) + self.positions(position_ids))
         layers = [x]

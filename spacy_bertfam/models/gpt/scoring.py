@@ -19,9 +19,10 @@ def piece_logprobs(
 ) -> List[np.ndarray]:
     """Per doc, the natural-log probability of each piece given all pieces before it."""
     model.eval()
+    device = next(model.parameters()).device
     out = []
     for ids in docs:
-        seq = torch.tensor([bos_id, *ids], dtype=torch.long)
+        seq = torch.tensor([bos_id, *ids], dtype=torch.long, device=device)
         scores = np.zeros(len(ids), dtype=np.float32)
         done = 0  # pieces scored so far (targets are seq[1:])
         for start, end in window_spans(len(seq), window, stride):
@@ -33,7 +34,7 @@ def piece_logprobs(
             first = done + 1
             targets = seq[first:end]
             rows = logp[first - 1 - start : end - 1 - start]
-            scores[first - 1 : end - 1] = rows.gather(1, targets[:, None])[:, 0].numpy()
+            scores[first - 1 : end - 1] = rows.gather(1, targets[:, None])[:, 0].cpu().numpy()
             done = end - 1
         out.append(scores)
     return out
