@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
 RUNS = ROOT / "bench" / "runs"
 RESULTS = ROOT / "bench" / "results"
-SHARED = ROOT.parent / "shared" / "data"
+ASSETS = ROOT / "assets"  # copies of ../shared/data, with licences
 THREADS = "2"
 
 # "ours" is the shipped configs (listeners concatenate the last four layers);
@@ -72,10 +72,10 @@ def setup(system: str, task: str) -> Tuple[Path, Dict[str, Any]]:
 def prepare_corpora() -> None:
     run = lambda *a: subprocess.run([sys.executable, "-m", "spacy_bertfam", *a], check=True)  # noqa: E731
     if not DATA["ner"][0].exists():
-        run("convert-ner", str(SHARED / "ner/wnut17/wnut17train.conll"), str(DATA["ner"][0]))
-        run("convert-ner", str(SHARED / "ner/wnut17/emerging.dev.conll"), str(DATA["ner"][1]))
+        run("convert-ner", str(ASSETS / "wnut17/wnut17train.conll"), str(DATA["ner"][0]))
+        run("convert-ner", str(ASSETS / "wnut17/emerging.dev.conll"), str(DATA["ner"][1]))
     if not DATA["textcat"][0].exists():
-        run("convert-textcat", str(SHARED / "textcat/banking77/train.csv"), str(CORPUS / "banking77"),
+        run("convert-textcat", str(ASSETS / "banking77/train.csv"), str(CORPUS / "banking77"),
             "--heldout", "0.1", "--seed", "0")
 
 
