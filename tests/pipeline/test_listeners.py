@@ -4,6 +4,7 @@ import pytest
 import spacy
 import torch
 from spacy.util import load_model_from_config
+from thinc.api import SGD
 
 from spacy_bertfam.layers import torch_encoder
 
@@ -26,9 +27,12 @@ def train(nlp, steps=6, **update_kwargs):
     return losses
 
 
+def pooler(nlp, component):
+    return next(n for n in nlp.get_pipe(component).model.walk() if n.name == "encoder_pooler")
+
+
 def mix_weights(nlp, component):
-    pooler = next(n for n in nlp.get_pipe(component).model.walk() if n.name == "encoder_pooler")
-    return pooler.get_param("mix_weights").copy()
+    return pooler(nlp, component).get_param("mix_weights").copy()
 
 
 def test_listeners_backprop_into_encoder_and_learn_own_mix(hf_bert_dir):
@@ -43,7 +47,18 @@ def test_listeners_backprop_into_encoder_and_learn_own_mix(hf_bert_dir):
     assert sorted(set(before) - set(changed(before, encoder_weights(nlp)))) == ["pooler.bias", "pooler.weight"]
     ner_mix, textcat_mix = mix_weights(nlp, "ner"), mix_weights(nlp, "textcat")
     assert np.abs(ner_mix).max() > 1e-4 and np.abs(textcat_mix).max() > 1e-4  # both learned
-    assert np.abs(ner_mix - textcat_mix).max() > 1e-4  # and learned different weights
+    # Each mix gets its own task's gradient. (Compared as gradients: Adam's first steps move
+    # every weight by about the learning rate whatever the gradient, so the weights can agree.)
+    nlp.update(examples(nlp), sgd=False)  # accumulate gradients without applying them
+    ner_grad, textcat_grad = (pooler(nlp, c).get_grad("mix_weights") for c in ("ner", "textcat"))
+    assert np.abs(ner_grad).min() > 0 and np.abs(textcat_grad).min() > 0
+    scale = max(np.abs(ner_grad).max(), np.abs(textcat_grad).max())
+    assert np.abs(ner_grad - textcat_grad).max() > 0.1 * scale
+    # Applied with plain SGD, those gradients move the two mixes apart.
+    for component in ("ner", "textcat"):
+        nlp.get_pipe(component).finish_update(SGD(1.0, L2=0.0, grad_clip=0.0))
+    apart = (mix_weights(nlp, "ner") - ner_mix) - (mix_weights(nlp, "textcat") - textcat_mix)
+    assert np.abs(apart).max() > 0.1 * scale
 
 
 def test_grad_factor_zero_keeps_encoder_fixed(hf_bert_dir):
