@@ -61,7 +61,7 @@ def build_piece_encoder(
 
     Training with `attrs["lm_weight"] > 0` (causal families) also computes the mean
     next-piece cross-entropy of the batch, backpropagated with that weight; its
-    value is left in `attrs["lm_loss"]`.
+    value is left in `attrs["lm_loss"]` for the component to take.
     """
     n_positions = getattr(encoder.config, "n_positions", window)
     if window > n_positions:

@@ -246,7 +246,9 @@ class EncoderComponent(TrainablePipe):
         docs = [eg.predicted for eg in examples]
         set_dropout_rate(self.model, drop)
         encodings, backprop_encoder = self.model.begin_update(docs)
+        # Taken, not left, so a saved model does not carry the last batch's loss.
         lm_loss = self.model.attrs.get("lm_loss")
+        self.model.attrs["lm_loss"] = None
         with_lm = lm_loss is not None
         if with_lm:
             losses[self.name] += lm_loss

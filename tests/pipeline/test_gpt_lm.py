@@ -146,6 +146,7 @@ def test_lm_loss_trains_decoder_once_per_update(gpt_dir):
     one, examples, opt = _textcat_nlp(gpt_dir, lm_weight=0.5)
     losses_one, delta_one = _step(one, examples, opt)
     assert losses_one["gpt_lm"] > 0  # the LM loss is what the log shows for gpt_lm
+    assert one.get_pipe("gpt_lm").model.attrs["lm_loss"] is None  # taken: not saved with the model
     assert float(delta_one["pieces.weight"].abs().max()) > 0
     two, examples, opt = _textcat_nlp(gpt_dir, lm_weight=0.5, n_listeners=2)
     losses_two, delta_two = _step(two, examples, opt)
