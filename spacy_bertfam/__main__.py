@@ -1,4 +1,4 @@
-"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,convert-ner,convert-textcat}`.
+"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,convert-ner,convert-textcat,convert-squad}`.
 
 Pretraining is a spaCy command: `python -m spacy bertfam-pretrain` (pretraining/cli.py).
 """
@@ -30,6 +30,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     cat.add_argument("output_dir")
     cat.add_argument("--heldout", type=float, default=0.1, help="fraction held out as dev")
     cat.add_argument("--seed", type=int, default=0)
+    squad = sub.add_parser("convert-squad", help="SQuAD v1.1/v2.0 JSON -> .spacy of QA Docs for span_qa")
+    squad.add_argument("input")
+    squad.add_argument("output")
+    squad.add_argument("--articles", help="START:END slice of the file's articles (to split by article)")
     args = parser.parse_args(argv)
     if args.command == "download":
         from .pretrained import download
@@ -45,6 +49,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _convert_ner(args.input, args.output)
     elif args.command == "convert-textcat":
         _convert_textcat(args.input, args.output_dir, args.heldout, args.seed)
+    elif args.command == "convert-squad":
+        _convert_squad(args.input, args.output, args.articles)
     return 0
 
 
@@ -88,6 +94,20 @@ def _convert_textcat(input_path: str, output_dir: str, heldout: float, seed: int
     DocBin(docs=train, store_user_data=False).to_disk(out / "train.spacy")
     DocBin(docs=dev, store_user_data=False).to_disk(out / "dev.spacy")
     print(f"{out}: train {len(train)}, dev {len(dev)} docs, {len(docs[0].cats) if docs else 0} labels")
+
+
+def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -> None:
+    import spacy
+
+    from .corpora.squad import write_squad
+
+    bounds = None
+    if articles:
+        start, _, end = articles.partition(":")
+        bounds = (int(start) if start else 0, int(end) if end else None)
+    report = write_squad(input_path, output_path, spacy.blank("en"), articles=bounds)
+    print(f"{output_path}: {report.questions} questions ({report.unanswerable} without an answer), "
+          f"{report.answers} gold answers, {report.widened} widened to whole tokens")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ def bert_encoder_v1(
         combine="mean",
         prefix=["[CLS]"],
         suffix=["[SEP]"],
+        separator=["[SEP]"],
         unknown="[UNK]",
         padding_id=padding_id,
         default_pooling="mean",

@@ -9,11 +9,14 @@ REGISTERED = {
         "spacy-bertfam.ElmoBiLM.v1",
         "spacy-bertfam.EncoderListener.v1",
         "spacy-bertfam.PooledEncoder.v1",
+        "spacy-bertfam.SpanQA.v1",
     ],
     "misc": ["spacy-bertfam.CheckpointLoader.v1", "spacy-bertfam.PretrainedLoader.v1",
              "spacy-bertfam.RandomInit.v1", "spacy-bertfam.TextCorpus.v1", "spacy-bertfam.BertPretraining.v1",
              "spacy-bertfam.GptPretraining.v1", "spacy-bertfam.ElmoPretraining.v1"],
-    "factories": ["bert_encoder", "gpt_lm", "elmo_features"],
+    "factories": ["bert_encoder", "gpt_lm", "elmo_features", "span_qa"],
+    "readers": ["spacy-bertfam.QACorpus.v1"],
+    "scorers": ["spacy-bertfam.span_qa_scorer.v1"],
 }
 
 

@@ -3,6 +3,10 @@
 Tokenization, alignment and windowing live inside this Model (not on the pipeline
 component), so a copy of the Model, such as the one `nlp.replace_listeners` makes,
 works on its own. The piece tokenizer is a model attribute, serialised with it.
+
+Sentence pairs: a Doc whose `doc.spans[FIRST_SEGMENT]` holds one span starting at its
+first token is encoded as a pair, that span being segment A (e.g. a question) and the
+rest B (its context), for families that have a separator (BERT: [CLS] A [SEP] B [SEP]).
 """
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -17,6 +21,8 @@ from ..tokenization import PieceTokenizer
 from ..tokenization.alignment import DocPieces, align_tokens
 from ..tokenization.windows import WindowPlan, plan_windows
 from ..types import DocEncoding
+
+FIRST_SEGMENT = "first_segment"
 
 
 @serialize_attr.register(PieceTokenizer)
@@ -45,6 +51,7 @@ def build_piece_encoder(
     default_pooling: str,
     batch_pieces: int,
     words: str = "text",
+    separator: Optional[Sequence[str]] = None,
 ) -> Model[List[Doc], List[DocEncoding]]:
     """Wrap a torch encoder (called as `encoder(ids, mask)` -> EncoderOutput).
 
@@ -52,6 +59,8 @@ def build_piece_encoder(
     n_layers: number of layer outputs (embedding output included).
     window, stride, combine: see `tokenization.windows`.
     prefix, suffix: special pieces around every window (e.g. ["[CLS]"], ["[SEP]"]).
+    separator: pieces between a sentence pair's segments (["[SEP]"]); None: the
+        family does not encode pairs.
     unknown: the piece used for a doc whose tokens yield no piece.
     default_pooling: how listeners pool a token's pieces unless told otherwise.
     batch_pieces: padded positions per encoder call (see `tokenization.windows`).
@@ -88,6 +97,7 @@ def build_piece_encoder(
             "combine": combine,
             "prefix": list(prefix),
             "suffix": list(suffix),
+            "separator": None if separator is None else list(separator),
             "unknown": unknown,
             "padding_id": padding_id,
             "default_pooling": default_pooling,
@@ -142,6 +152,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[DocEnc
         padding_id=model.attrs["padding_id"],
         combine=model.attrs["combine"],
         batch_pieces=model.attrs["batch_pieces"],
+        leads=_first_segments(model, docs, pieces),
+        separator=[tokenizer.piece_id(p) for p in model.attrs.get("separator") or []],
     )
     layer_ids = requested_layers(model)
     lm_weight = model.attrs["lm_weight"] if is_train else 0.0
@@ -183,6 +195,28 @@ def token_words(doc: Doc, mode: str) -> List[str]:
     return [(doc[t.i - 1].whitespace_ if t.i else "") + t.text for t in doc]
 
 
+def _first_segments(model: Model, docs: List[Doc], pieces: List[DocPieces]) -> List[int]:
+    """Pieces in each doc's segment A (0 for a doc that is not a pair)."""
+    leads = []
+    for doc, doc_pieces in zip(docs, pieces):
+        group = doc.spans.get(FIRST_SEGMENT) if doc.spans else None
+        if not group:
+            leads.append(0)
+            continue
+        if model.attrs.get("separator") is None:
+            raise ValueError(f"{model.attrs['family']} encoders do not encode sentence pairs, but a Doc has "
+                             f"doc.spans['{FIRST_SEGMENT}']")
+        if len(group) != 1 or group[0].start != 0 or group[0].end >= len(doc):
+            raise ValueError(
+                f"doc.spans['{FIRST_SEGMENT}'] must hold one span that starts at the first token and "
+                f"leaves tokens after it (the second segment); got {[(s.start, s.end) for s in group]} "
+                f"in a Doc of {len(doc)} tokens"
+            )
+        n_token_pieces = int(doc_pieces.token_lengths[: group[0].end].sum())
+        leads.append(int(doc_pieces.token_pieces[:n_token_pieces].max()) + 1)
+    return leads
+
+
 def _lm_targets(pieces: List[DocPieces], plan: WindowPlan) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     """Output rows whose hidden state predicts a next piece, and that piece's id."""
     rows, targets = [], []
@@ -198,6 +232,9 @@ def _lm_targets(pieces: List[DocPieces], plan: WindowPlan) -> Optional[Tuple[np.
 
 def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device, lm=None) -> ArgsKwargs:
     to_torch = lambda a: xp2torch(a, device=device)  # noqa: E731
+    kwargs = {} if lm is None else {"lm_rows": to_torch(lm[0]), "lm_targets": to_torch(lm[1])}
+    if plan.type_ids.any():
+        kwargs["type_ids"] = to_torch(plan.type_ids)
     return ArgsKwargs(
         args=(
             to_torch(plan.ids),
@@ -209,7 +246,7 @@ def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device, lm=None) -> Ar
             plan.n_out,
             layer_ids,
         ),
-        kwargs={} if lm is None else {"lm_rows": to_torch(lm[0]), "lm_targets": to_torch(lm[1])},
+        kwargs=kwargs,
     )
 
 

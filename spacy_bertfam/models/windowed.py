@@ -31,6 +31,7 @@ class WindowedEncoder(nn.Module):
         layers: Optional[Sequence[int]] = None,
         lm_rows: Optional[torch.Tensor] = None,
         lm_targets: Optional[torch.Tensor] = None,
+        type_ids: Optional[torch.Tensor] = None,
     ) -> List[torch.Tensor]:
         """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)].
 
@@ -39,6 +40,8 @@ class WindowedEncoder(nn.Module):
         lm_rows, lm_targets: for a causal encoder with a `logits` method, output rows
             of the top layer (which must be among `layers`) and the pieces they
             predict; the mean cross-entropy is appended to the returned list.
+        type_ids: (n_windows, T) segment ids of sentence pairs, passed to the encoder
+            as its third argument; None for single sequences.
         """
         if ids.shape[0] == 0:
             # No doc in the batch has a piece: every requested layer is empty.
@@ -47,7 +50,10 @@ class WindowedEncoder(nn.Module):
             return [param.new_zeros((n_out, self.encoder.config.hidden_width))] * count
         per_chunk = []
         for windows, length in chunks:
-            out = self.encoder(ids[windows, :length], mask[windows, :length])
+            inputs = (ids[windows, :length], mask[windows, :length])
+            if type_ids is not None:
+                inputs += (type_ids[windows, :length],)
+            out = self.encoder(*inputs)
             chosen = out.layers if layers is None else [out.layers[i] for i in layers]
             per_chunk.append([layer.reshape(-1, layer.shape[-1]) for layer in chosen])
         result = []

@@ -10,12 +10,17 @@ overlapping windows combine is a family rule:
 - "most_left_context" (causal decoders such as GPT): a position takes the output of
   the window in which it has the most left context.
 
+Sentence pairs (BERT's "[CLS] A [SEP] B [SEP]", e.g. question and context): a doc
+may start with a lead of pieces (segment A) that is repeated at the head of every
+window, after the prefix and before a separator, so each window of a long B sees all
+of A; A's positions average over the windows, and `type_ids` are 1 from B on.
+
 Windows are run in chunks of similar length (sorted, then cut where a chunk would
 exceed `batch_pieces` padded positions or carry much padding), so a batch of short
 and long texts does not pay for padding every short one to the longest.
 """
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -28,6 +33,7 @@ class WindowPlan:
 
     ids: (n_windows, T) piece ids with special pieces, padded with `padding_id`.
     mask: (n_windows, T) True for real positions.
+    type_ids: (n_windows, T) segment of each position: 0, or 1 from a pair's B on.
     chunks: (window indices, length) of each encoder call: the windows' rows of
         `ids`, cut to `length` columns.
     source: (n,) row, in the chunks' outputs flattened and concatenated in order,
@@ -40,6 +46,7 @@ class WindowPlan:
 
     ids: np.ndarray
     mask: np.ndarray
+    type_ids: np.ndarray
     chunks: List[Tuple[np.ndarray, int]]
     source: np.ndarray
     target: np.ndarray
@@ -72,6 +79,8 @@ def plan_windows(
     padding_id: int,
     combine: str = "mean",
     batch_pieces: int = 4096,
+    leads: Optional[Sequence[int]] = None,
+    separator: Sequence[int] = (),
 ) -> WindowPlan:
     """Lay out the windows of every doc's piece ids (special pieces excluded).
 
@@ -81,6 +90,9 @@ def plan_windows(
     combine (str): "mean" or "most_left_context", see the module docstring.
     batch_pieces (int): at most this many padded positions per encoder call (a
         window longer than that still runs, alone).
+    leads: per doc, how many of its first pieces form a pair's segment A (0: no pair);
+        a doc's B then advances by min(stride, the room A leaves in a window).
+    separator: pieces between A and B ([SEP] for BERT).
     """
     content = window - len(prefix) - len(suffix)
     if content < 1:
@@ -95,20 +107,40 @@ def plan_windows(
         )
     if combine not in COMBINE_RULES:
         raise ValueError(f"Unknown window combination '{combine}'; expected one of {COMBINE_RULES}")
-    spans = []  # (doc offset, start, end)
+    leads = [0] * len(docs) if leads is None else list(leads)
+    if any(leads) and combine != "mean":
+        raise ValueError(f"Sentence pairs need the 'mean' window rule (A repeats in every window), not '{combine}'")
+    spans = []  # (doc, lead length, start, end); start/end index the doc's pieces after the lead
     doc_offsets = np.zeros(len(docs) + 1, dtype=np.int64)
     for d, ids in enumerate(docs):
         doc_offsets[d + 1] = doc_offsets[d] + len(ids)
-        if len(ids):
-            spans.extend((d, s, e) for s, e in window_spans(len(ids), content, stride))
-    width = max((e - s for _, s, e in spans), default=0) + len(prefix) + len(suffix)
+        if not len(ids):
+            continue
+        q = leads[d]
+        if not q:
+            spans.extend((d, 0, s, e) for s, e in window_spans(len(ids), content, stride))
+            continue
+        room = content - q - len(separator)
+        if room < 1:
+            raise ValueError(
+                f"A sentence pair's first segment of {q} pieces leaves no room for the second in a "
+                f"window of {window}; shorten the first segment or use a larger window"
+            )
+        spans.extend((d, q, q + s, q + e) for s, e in window_spans(len(ids) - q, room, min(stride, room)))
     n_windows = len(spans)
+    rows, types = [], []
+    for d, q, s, e in spans:
+        lead = np.concatenate([docs[d][:q], separator]) if q else []
+        rows.append(np.concatenate([prefix, lead, docs[d][s:e], suffix]).astype(np.int64))
+        types.append(np.repeat([0, 1], [len(prefix) + len(lead), e - s + len(suffix)]) if q else np.zeros(len(rows[-1])))
+    width = max((len(r) for r in rows), default=0)
     out_ids = np.full((n_windows, width), padding_id, dtype=np.int64)
+    type_ids = np.zeros((n_windows, width), dtype=np.int64)
     mask = np.zeros((n_windows, width), dtype=bool)
     lengths = np.zeros(n_windows, dtype=np.int64)
-    for w, (d, s, e) in enumerate(spans):
-        row = np.concatenate([prefix, docs[d][s:e], suffix]).astype(np.int64)
+    for w, (row, row_types) in enumerate(zip(rows, types)):
         out_ids[w, : len(row)] = row
+        type_ids[w, : len(row)] = row_types
         mask[w, : len(row)] = True
         lengths[w] = len(row)
     chunks = _chunks(lengths, batch_pieces)
@@ -119,9 +151,14 @@ def plan_windows(
         row_start[windows] = offset + np.arange(len(windows)) * length
         offset += len(windows) * length
     sources, targets, lefts = [], [], []
-    for w, (d, s, e) in enumerate(spans):
+    for w, (d, q, s, e) in enumerate(spans):
         n = e - s
-        sources.append(row_start[w] + len(prefix) + np.arange(n))
+        if q:  # segment A, then B after the separator
+            sources.append(row_start[w] + len(prefix) + np.arange(q))
+            targets.append(doc_offsets[d] + np.arange(q))
+            lefts.append(np.arange(q))
+        body = row_start[w] + len(prefix) + (q + len(separator) if q else 0)
+        sources.append(body + np.arange(n))
         targets.append(doc_offsets[d] + s + np.arange(n))
         lefts.append(np.arange(n))
     source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
@@ -142,6 +179,7 @@ def plan_windows(
     return WindowPlan(
         ids=out_ids,
         mask=mask,
+        type_ids=type_ids,
         chunks=chunks,
         source=source.astype(np.int64),
         target=target.astype(np.int64),

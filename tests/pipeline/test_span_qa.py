@@ -1,0 +1,226 @@
+"""Sentence-pair encoding and the span_qa component."""
+import json
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_bertfam import make_qa_doc
+from spacy_bertfam.corpora.squad import read_squad, qa_corpus
+from spacy_bertfam.layers import torch_encoder
+from spacy_bertfam.layers.piece_encoder import FIRST_SEGMENT
+from spacy_bertfam.pipeline.span_qa import score_answers
+
+from ..conftest import SHARED_DATA, make_hf_gpt
+from .pipelines import TINY_ENCODER, listener
+from .test_bert_encoder import tiny_nlp
+from .test_gpt_lm import gpt_nlp
+
+QUESTION = "where did the dog run ?"
+CONTEXT = "the cat sat on the mat . the dog ran to the river bank . hello world"
+
+
+def pair_pieces(nlp, doc):
+    enc = doc._.bertfam["bert_encoder"]
+    tok = nlp.get_pipe("bert_encoder").model.attrs["tokenizer"]
+    ids = [p for w in tok.encode_words([[t.text for t in doc]])[0] for p in w]
+    n_question = int(enc.token_lengths[: doc.spans[FIRST_SEGMENT][0].end].sum())
+    return ids[:n_question], ids[n_question:]
+
+
+def bare_pair(nlp, a, b):
+    """Every layer of the bare model on [CLS] a [SEP] b [SEP] with segment ids 0/1."""
+    tok = nlp.get_pipe("bert_encoder").model.attrs["tokenizer"]
+    cls, sep = tok.piece_id("[CLS]"), tok.piece_id("[SEP]")
+    ids = torch.tensor([[cls, *a, sep, *b, sep]])
+    types = torch.tensor([[0] * (len(a) + 2) + [1] * (len(b) + 1)])
+    with torch.no_grad():
+        layers = torch_encoder(nlp.get_pipe("bert_encoder").model).eval()(ids, type_ids=types).layers
+    keep = list(range(1, len(a) + 1)) + list(range(len(a) + 2, len(a) + 2 + len(b)))
+    return [layer[0, keep].numpy() for layer in layers]
+
+
+def test_pair_equals_bare_model_with_segments(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir)
+    doc = nlp(make_qa_doc(nlp, QUESTION, CONTEXT))
+    a, b = pair_pieces(nlp, doc)
+    want = bare_pair(nlp, a, b)
+    got = doc._.bertfam["bert_encoder"].layers
+    for layer, expected in enumerate(want):
+        np.testing.assert_allclose(got[layer], expected, atol=1e-5)
+    # Without the question mark-up the same text is one segment: different vectors.
+    plain = nlp(doc.text)
+    assert np.abs(plain._.bertfam["bert_encoder"].layers[3] - got[3]).max() > 1e-3
+
+
+def test_small_windows_repeat_the_question(hf_bert_dir):
+    window, stride = 24, 5
+    nlp = tiny_nlp(hf_bert_dir, window=window, stride=stride)
+    doc = nlp(make_qa_doc(nlp, QUESTION, CONTEXT))
+    a, b = pair_pieces(nlp, doc)
+    room = window - 3 - len(a)
+    assert len(b) > room  # several windows
+    # Windows of B start every min(stride, room) pieces until one reaches the end.
+    starts = list(range(0, len(b) - room + stride, stride))
+    assert starts[-1] + room >= len(b) > starts[-2] + room
+    outputs = [bare_pair(nlp, a, b[s : s + room]) for s in starts]
+    top = doc._.bertfam["bert_encoder"].layers[3]
+    # The question's positions: the average over all windows.
+    want_a = np.mean([out[3][: len(a)] for out in outputs], axis=0)
+    np.testing.assert_allclose(top[: len(a)], want_a, atol=1e-5)
+    # Each context position: the average over the windows that cover it.
+    for i in range(len(b)):
+        covering = [out[3][len(a) + i - s] for s, out in zip(starts, outputs) if s <= i < s + room]
+        np.testing.assert_allclose(top[len(a) + i], np.mean(covering, axis=0), atol=1e-5)
+
+
+def test_pair_errors_are_explained(hf_bert_dir, tmp_path):
+    nlp = tiny_nlp(hf_bert_dir, window=12, stride=4)
+    with pytest.raises(ValueError, match="first segment of .* pieces leaves no room"):
+        nlp(make_qa_doc(nlp, "where did the dog run to on the mat ?", CONTEXT))
+    doc = nlp.make_doc(CONTEXT)
+    doc.spans[FIRST_SEGMENT] = [doc[2:4]]
+    with pytest.raises(ValueError, match="must hold one span that starts at the first token"):
+        nlp(doc)
+    gpt = gpt_nlp(make_hf_gpt(tmp_path / "gpt"))
+    with pytest.raises(ValueError, match="gpt encoders do not encode sentence pairs"):
+        gpt(make_qa_doc(gpt, QUESTION, CONTEXT))
+    with pytest.raises(ValueError, match="The context is empty"):
+        make_qa_doc(nlp, QUESTION, "  ")
+
+
+QA = [  # (question, context, answer or None)
+    ("where did the dog run ?", "the cat sat on the mat . the dog ran to the river .", "the river"),
+    ("where did the cat sit ?", "the cat sat on the mat . the dog ran to the river .", "the mat"),
+    ("who ran to the river ?", "the cat sat on the mat . the dog ran to the river .", "the dog"),
+    ("who sat on the mat ?", "the dog sat on the mat . the cat ran to the bank .", "the dog"),
+    ("where did the cat run ?", "the dog sat on the mat . the cat ran to the bank .", "the bank"),
+    ("who said hello ?", "the cat sat on the mat . the dog ran to the river .", None),
+]
+
+
+def qa_examples(nlp):
+    out = []
+    for question, context, answer in QA:
+        predicted, reference = make_qa_doc(nlp, question, context), make_qa_doc(nlp, question, context)
+        start = reference.text.rindex(answer) if answer else None
+        reference.spans["answer"] = [reference.char_span(start, start + len(answer))] if answer else []
+        out.append(Example(predicted, reference))
+    return out
+
+
+def qa_nlp(checkpoint, **listener_settings):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"model": TINY_ENCODER})
+    nlp.add_pipe("span_qa", config={"model": {"@architectures": "spacy-bertfam.SpanQA.v1",
+                                               "tok2vec": listener(**listener_settings)}})
+    nlp.config["initialize"]["components"]["bert_encoder"] = {
+        "encoder_loader": {"@misc": "spacy-bertfam.CheckpointLoader.v1", "path": str(checkpoint)}}
+    return nlp
+
+
+def test_span_qa_learns_answers_and_no_answer(hf_bert_dir):
+    nlp = qa_nlp(hf_bert_dir)
+    torch.manual_seed(0)
+    nlp.initialize(lambda: qa_examples(nlp))
+    optimizer = Adam(0.01)
+    before = nlp.evaluate(qa_examples(nlp))
+    weights = {k: v.clone() for k, v in torch_encoder(nlp.get_pipe("bert_encoder").model).state_dict().items()}
+    losses = []
+    for _ in range(40):
+        losses.append(nlp.update(qa_examples(nlp), sgd=optimizer, drop=0.0)["span_qa"])
+    after = nlp.evaluate(qa_examples(nlp))
+    assert losses[-1] < 0.2 * losses[0], losses
+    assert after["qa_exact"] == 1.0 and before["qa_exact"] < 0.5, (before, after)
+    # The QA loss reached the shared encoder through the listener.
+    trained = torch_encoder(nlp.get_pipe("bert_encoder").model).state_dict()
+    unchanged = [k for k in weights if torch.equal(weights[k], trained[k])]
+    assert unchanged == ["pooler.weight", "pooler.bias"]  # only the [CLS] pooler, which nothing reads
+    docs = list(nlp.pipe([make_qa_doc(nlp, q, c) for q, c, _ in QA]))
+    for doc, (_, _, answer) in zip(docs, QA):
+        group = doc.spans["answer"]
+        assert [s.text for s in group] == ([answer] if answer else [])
+        assert (group.attrs["score"] is None) == (answer is None)
+        assert all(s.start >= len(doc.spans[FIRST_SEGMENT][0]) for s in group)  # never in the question
+
+
+def answers(nlp):
+    """Each QA pair's answer (start, end) and its probability (0 for none)."""
+    docs = list(nlp.pipe([make_qa_doc(nlp, q, c) for q, c, _ in QA]))
+    spans = [[(s.start, s.end) for s in doc.spans["answer"]] for doc in docs]
+    return spans, [doc.spans["answer"].attrs["score"] or 0.0 for doc in docs]
+
+
+def assert_same_answers(got, want):
+    assert got[0] == want[0]
+    assert got[1] == pytest.approx(want[1], abs=1e-5)
+
+
+def test_span_qa_saves_and_replaces_listeners(hf_bert_dir, tmp_path):
+    nlp = qa_nlp(hf_bert_dir)
+    nlp.initialize(lambda: qa_examples(nlp))
+    optimizer = Adam(0.01)
+    for _ in range(10):
+        nlp.update(qa_examples(nlp), sgd=optimizer, drop=0.0)
+    want = answers(nlp)
+    assert any(want[0])
+    nlp.to_disk(tmp_path / "qa")
+    assert_same_answers(answers(spacy.load(tmp_path / "qa")), want)
+    nlp.replace_listeners("bert_encoder", "span_qa", ["model.tok2vec"])
+    assert_same_answers(answers(nlp), want)
+
+
+def test_span_qa_needs_a_question(hf_bert_dir):
+    nlp = qa_nlp(hf_bert_dir)
+    nlp.initialize(lambda: qa_examples(nlp))
+    with pytest.raises(ValueError, match="This Doc has no question"):
+        nlp("the cat sat on the mat")
+
+
+def test_scores_are_squads_exact_and_f1():
+    nlp = spacy.blank("en")
+
+    def example(guess, golds):
+        predicted = make_qa_doc(nlp, "q ?", guess or "x")
+        predicted.spans["answer"] = [predicted[2:]] if guess else []  # the whole context
+        reference = make_qa_doc(nlp, "q ?", " ; ".join(golds) or "x")
+        starts = [reference.text.index(g) for g in golds]
+        reference.spans["answers"] = [reference.char_span(s, s + len(g)) for s, g in zip(starts, golds)]
+        return Example(predicted, reference)
+
+    scores = score_answers([
+        example("The River.", ["river"]),  # articles and punctuation do not count: exact
+        example("the river bank", ["a river", "bank"]),  # "river bank" vs "river": P 1/2, R 1, F1 2/3
+        example(None, []),  # no answer, rightly
+        example("dog", []),  # an answer where there is none
+    ])
+    assert scores["qa_exact"] == pytest.approx(0.5)
+    assert scores["qa_f1"] == pytest.approx((1 + 2 / 3 + 1 + 0) / 4)
+
+
+def test_squad_conversion_counts_and_reader(tmp_path):
+    nlp = spacy.blank("en")
+    v1, report = read_squad(SHARED_DATA / "qa" / "squad-v1.1-dev-train-part.json", nlp)
+    assert report.questions == len(v1) == 8271 and report.unanswerable == 0
+    v2, report2 = read_squad(SHARED_DATA / "qa" / "squad-v2.0-dev-part-a.json", nlp)
+    assert report2.questions == 7995 and 0.4 < report2.unanswerable / 7995 < 0.6
+    for doc in v1[:200] + v2[:200]:
+        question = doc.spans[FIRST_SEGMENT][0]
+        for span in doc.spans["answers"]:
+            assert span.start >= question.end
+    # Every gold answer is the answer text, but for the few widened to whole tokens.
+    data = json.loads((SHARED_DATA / "qa" / "squad-v1.1-dev-train-part.json").read_text(encoding="utf8"))["data"]
+    texts = [a["text"].strip() for art in data for p in art["paragraphs"] for qa in p["qas"] for a in qa["answers"]]
+    spans = [s.text for d in v1 for s in d.spans["answers"]]
+    assert len(spans) == len(texts) == report.answers
+    assert sum(s != t for s, t in zip(spans, texts)) == report.widened < 0.02 * report.answers
+    # The reader keeps the question mark-up on the predicted side.
+    from spacy_bertfam.corpora.squad import write_squad
+
+    write_squad(SHARED_DATA / "qa" / "squad-v1.1-dev-train-part.json", tmp_path / "dev.spacy", nlp, articles=(0, 2))
+    examples = list(qa_corpus(tmp_path / "dev.spacy")(nlp))
+    assert examples and all(FIRST_SEGMENT in eg.predicted.spans for eg in examples)
+    assert all(eg.predicted.text == eg.reference.text for eg in examples)
