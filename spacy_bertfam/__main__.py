@@ -1,4 +1,4 @@
-"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,convert-ner,convert-textcat,convert-squad}`.
+"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,convert-ner,convert-textcat,convert-squad,evaluate-qa}`.
 
 Pretraining is a spaCy command: `python -m spacy bertfam-pretrain` (pretraining/cli.py).
 """
@@ -34,6 +34,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     squad.add_argument("input")
     squad.add_argument("output")
     squad.add_argument("--articles", help="START:END slice of the file's articles (to split by article)")
+    qa_eval = sub.add_parser("evaluate-qa", help="SQuAD exact/F1 of a span_qa pipeline on a .spacy of QA Docs "
+                             "(spacy evaluate re-tokenizes and loses the question mark-up)")
+    qa_eval.add_argument("model")
+    qa_eval.add_argument("data")
+    qa_eval.add_argument("--output", help="write the scores to this JSON file")
     args = parser.parse_args(argv)
     if args.command == "download":
         from .pretrained import download
@@ -51,6 +56,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         _convert_textcat(args.input, args.output_dir, args.heldout, args.seed)
     elif args.command == "convert-squad":
         _convert_squad(args.input, args.output, args.articles)
+    elif args.command == "evaluate-qa":
+        _evaluate_qa(args.model, args.data, args.output)
     return 0
 
 
@@ -108,6 +115,20 @@ def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -
     report = write_squad(input_path, output_path, spacy.blank("en"), articles=bounds)
     print(f"{output_path}: {report.questions} questions ({report.unanswerable} without an answer), "
           f"{report.answers} gold answers, {report.widened} widened to whole tokens")
+
+
+def _evaluate_qa(model: str, data: str, output: Optional[str]) -> None:
+    import spacy
+    import srsly
+
+    from .corpora.squad import qa_corpus
+
+    nlp = spacy.load(model)
+    scores = nlp.evaluate(list(qa_corpus(Path(data))(nlp)))
+    scores = {k: v for k, v in scores.items() if k.startswith("qa_") or k == "speed"}
+    print(srsly.json_dumps(scores, indent=2))
+    if output:
+        srsly.write_json(output, scores)
 
 
 if __name__ == "__main__":

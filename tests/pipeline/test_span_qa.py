@@ -4,11 +4,14 @@ import json
 import numpy as np
 import pytest
 import spacy
+import srsly
 import torch
+from spacy.tokens import DocBin
 from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_bertfam import make_qa_doc
+from spacy_bertfam.__main__ import main
 from spacy_bertfam.corpora.squad import read_squad, qa_corpus
 from spacy_bertfam.layers import torch_encoder
 from spacy_bertfam.layers.piece_encoder import FIRST_SEGMENT
@@ -169,6 +172,10 @@ def test_span_qa_saves_and_replaces_listeners(hf_bert_dir, tmp_path):
     assert any(want[0])
     nlp.to_disk(tmp_path / "qa")
     assert_same_answers(answers(spacy.load(tmp_path / "qa")), want)
+    # evaluate-qa reads a .spacy of QA Docs with the question mark-up kept.
+    DocBin(docs=[eg.reference for eg in qa_examples(nlp)]).to_disk(tmp_path / "qa.spacy")
+    main(["evaluate-qa", str(tmp_path / "qa"), str(tmp_path / "qa.spacy"), "--output", str(tmp_path / "s.json")])
+    assert srsly.read_json(tmp_path / "s.json")["qa_f1"] == pytest.approx(nlp.evaluate(qa_examples(nlp))["qa_f1"])
     nlp.replace_listeners("bert_encoder", "span_qa", ["model.tok2vec"])
     assert_same_answers(answers(nlp), want)
 
