@@ -7,6 +7,7 @@ import spacy
 import srsly
 import torch
 from spacy.tokens import DocBin
+from spacy.util import fix_random_seed
 from spacy.training import Example
 from thinc.api import Adam
 
@@ -127,7 +128,7 @@ def qa_nlp(checkpoint, **listener_settings):
 
 def test_span_qa_learns_answers_and_no_answer(hf_bert_dir):
     nlp = qa_nlp(hf_bert_dir)
-    torch.manual_seed(0)
+    fix_random_seed(0)
     nlp.initialize(lambda: qa_examples(nlp))
     optimizer = Adam(0.01)
     before = nlp.evaluate(qa_examples(nlp))
@@ -164,6 +165,7 @@ def assert_same_answers(got, want):
 
 def test_span_qa_saves_and_replaces_listeners(hf_bert_dir, tmp_path):
     nlp = qa_nlp(hf_bert_dir)
+    fix_random_seed(0)
     nlp.initialize(lambda: qa_examples(nlp))
     optimizer = Adam(0.01)
     for _ in range(10):
