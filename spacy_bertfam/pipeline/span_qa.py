@@ -70,10 +70,9 @@ class SpanQA(TrainablePipe):
         return [self._best(doc, self.model.ops.to_numpy(s)) for doc, s in zip(docs, scores)]
 
     def _best(self, doc: Doc, scores: np.ndarray) -> Answer:
-        start, end = (_log_softmax(c) for c in _masked(scores, question_length(doc)).T)
-        n = len(doc)
+        n, q, longest = len(doc), question_length(doc), self.cfg["max_answer_tokens"]
+        start, end = _log_probs(scores, q).T
         # Best end for each start within max_answer_tokens: rows = starts, columns = lengths.
-        q, longest = question_length(doc), self.cfg["max_answer_tokens"]
         starts = np.arange(q, n)
         ends = starts[:, None] + np.arange(longest)[None, :]
         valid = ends < n
@@ -97,9 +96,9 @@ class SpanQA(TrainablePipe):
         for eg, s in zip(examples, scores):
             s = self.model.ops.to_numpy(s)
             gold = self._gold_rows(eg)
-            probs = np.exp(np.stack([_log_softmax(c) for c in _masked(s, question_length(eg.predicted)).T], 1))
-            loss -= float(np.log(probs[gold, [0, 1]]).sum())
-            d = probs.copy()
+            log_probs = _log_probs(s, question_length(eg.predicted))
+            loss -= float(log_probs[gold, [0, 1]].sum())
+            d = np.exp(log_probs)
             d[gold, [0, 1]] -= 1.0
             grads.append(self.model.ops.asarray2f(d / len(examples)))
         return loss / len(examples), grads
@@ -124,16 +123,13 @@ class SpanQA(TrainablePipe):
         self.model.initialize(X=docs)
 
 
-def _masked(scores: np.ndarray, n_question: int) -> np.ndarray:
-    """Scores with the question's token rows (1..n_question) out of the running."""
-    out = scores.astype(np.float64, copy=True)
-    out[1 : 1 + n_question] = -np.inf
-    return out
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    x = x - x.max()
-    return x - np.log(np.exp(x).sum())
+def _log_probs(scores: np.ndarray, n_question: int) -> np.ndarray:
+    """Log-softmax of the start and end columns over "no answer" and the context tokens:
+    the question's token rows (1..n_question) get probability 0."""
+    x = scores.astype(np.float64, copy=True)
+    x[1 : 1 + n_question] = -np.inf
+    x -= x.max(axis=0)
+    return x - np.log(np.exp(x).sum(axis=0))
 
 
 @registry.scorers("spacy-bertfam.span_qa_scorer.v1")

@@ -128,19 +128,19 @@ def plan_windows(
             )
         spans.extend((d, q, q + s, q + e) for s, e in window_spans(len(ids) - q, room, min(stride, room)))
     n_windows = len(spans)
-    rows, types = [], []
+    rows = []
     for d, q, s, e in spans:
         lead = np.concatenate([docs[d][:q], separator]) if q else []
         rows.append(np.concatenate([prefix, lead, docs[d][s:e], suffix]).astype(np.int64))
-        types.append(np.repeat([0, 1], [len(prefix) + len(lead), e - s + len(suffix)]) if q else np.zeros(len(rows[-1])))
     width = max((len(r) for r in rows), default=0)
     out_ids = np.full((n_windows, width), padding_id, dtype=np.int64)
     type_ids = np.zeros((n_windows, width), dtype=np.int64)
     mask = np.zeros((n_windows, width), dtype=bool)
     lengths = np.zeros(n_windows, dtype=np.int64)
-    for w, (row, row_types) in enumerate(zip(rows, types)):
+    for w, (row, (_, q, _, _)) in enumerate(zip(rows, spans)):
         out_ids[w, : len(row)] = row
-        type_ids[w, : len(row)] = row_types
+        if q:  # segment B (and the closing suffix) from after A's separator
+            type_ids[w, len(prefix) + q + len(separator) : len(row)] = 1
         mask[w, : len(row)] = True
         lengths[w] = len(row)
     chunks = _chunks(lengths, batch_pieces)
