@@ -204,7 +204,7 @@ def speed_table(speed: List[Dict]) -> List[str]:
                      f"{r['train_wps']:.0f} | {r['rss_infer_mb']:.0f} | {r['rss_peak_mb']:.0f} |")
     for ours in ("ours", "ours_top_layer"):
         if {ours, "peer"} <= set(by):
-            ratio = lambda k: by[ours][k] / by["peer"][k]  # noqa: E731
+            ratio = lambda k, ours=ours: by[ours][k] / by["peer"][k]  # noqa: E731
             lines.append(f"\n{ours}/peer: inference {ratio('infer_wps_bs8'):.2f}× (bs 8), "
                          f"{ratio('infer_wps_bs32'):.2f}× (bs 32); training {ratio('train_wps'):.2f}×")
     return lines

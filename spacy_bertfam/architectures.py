@@ -1,6 +1,7 @@
 """Registered thinc architectures (`spacy-bertfam.<Name>.v1`).
 
-A registered signature never changes: a new behaviour gets a new version.
+A registered signature never changes: a new behaviour gets a new version. The
+structural defaults are the family config dataclasses' (one place for each fact).
 """
 from typing import List
 
@@ -8,32 +9,32 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Model
 
-from .layers import build_piece_encoder
-from .layers.elmo_encoder import build_elmo_encoder
+from .encoders import EncodedBatch, PieceLayout, build_elmo_encoder, build_piece_encoder
 from .models.bert import BertConfig, BertEncoder
 from .models.elmo import ElmoBiLM, ElmoConfig
 from .models.gpt import GptConfig, GptDecoder
-from .types import DocEncoding
+
+_BERT, _GPT, _ELMO = BertConfig(), GptConfig(), ElmoConfig()
 
 
 @registry.architectures("spacy-bertfam.BertEncoder.v1")
 def bert_encoder_v1(
-    n_pieces: int = 30522,
-    hidden_width: int = 768,
-    n_layers: int = 12,
-    n_heads: int = 12,
-    intermediate_width: int = 3072,
-    n_positions: int = 512,
-    n_types: int = 2,
-    hidden_dropout: float = 0.1,
-    attention_dropout: float = 0.1,
-    layer_norm_eps: float = 1e-12,
-    activation: str = "gelu",
-    padding_id: int = 0,
+    n_pieces: int = _BERT.n_pieces,
+    hidden_width: int = _BERT.hidden_width,
+    n_layers: int = _BERT.n_layers,
+    n_heads: int = _BERT.n_heads,
+    intermediate_width: int = _BERT.intermediate_width,
+    n_positions: int = _BERT.n_positions,
+    n_types: int = _BERT.n_types,
+    hidden_dropout: float = _BERT.hidden_dropout,
+    attention_dropout: float = _BERT.attention_dropout,
+    layer_norm_eps: float = _BERT.layer_norm_eps,
+    activation: str = _BERT.activation,
+    padding_id: int = _BERT.padding_id,
     window: int = 128,
     stride: int = 96,
     batch_pieces: int = 4096,
-) -> Model[List[Doc], List[DocEncoding]]:
+) -> Model[List[Doc], EncodedBatch]:
     """A BERT encoder over Docs: WordPiece pieces, windows, every layer's output.
 
     The structural settings (n_pieces .. activation) must match the checkpoint that
@@ -73,43 +74,31 @@ def bert_encoder_v1(
         activation=activation,
         padding_id=padding_id,
     )
-    return build_piece_encoder(
-        BertEncoder(config),
-        family="bert",
-        n_layers=n_layers + 1,
-        width=hidden_width,
-        window=window,
-        stride=stride,
-        combine="mean",
-        prefix=["[CLS]"],
-        suffix=["[SEP]"],
-        separator=["[SEP]"],
-        unknown="[UNK]",
-        padding_id=padding_id,
-        default_pooling="mean",
-        batch_pieces=batch_pieces,
-    )
+    layout = PieceLayout(window=window, stride=stride, combine="mean", prefix=("[CLS]",), suffix=("[SEP]",),
+                         separator=("[SEP]",), unknown="[UNK]", padding_id=padding_id)
+    return build_piece_encoder(BertEncoder(config), layout, family="bert", n_layers=n_layers + 1,
+                               width=hidden_width, default_pooling="mean", batch_pieces=batch_pieces)
 
 
 @registry.architectures("spacy-bertfam.GptDecoder.v1")
 def gpt_decoder_v1(
-    n_pieces: int = 50257,
-    hidden_width: int = 768,
-    n_layers: int = 12,
-    n_heads: int = 12,
-    intermediate_width: int = 3072,
-    n_positions: int = 1024,
-    embedding_dropout: float = 0.1,
-    residual_dropout: float = 0.1,
-    attention_dropout: float = 0.1,
-    layer_norm_eps: float = 1e-5,
-    activation: str = "gelu_tanh",
-    pre_norm: bool = True,
+    n_pieces: int = _GPT.n_pieces,
+    hidden_width: int = _GPT.hidden_width,
+    n_layers: int = _GPT.n_layers,
+    n_heads: int = _GPT.n_heads,
+    intermediate_width: int = _GPT.intermediate_width,
+    n_positions: int = _GPT.n_positions,
+    embedding_dropout: float = _GPT.embedding_dropout,
+    residual_dropout: float = _GPT.residual_dropout,
+    attention_dropout: float = _GPT.attention_dropout,
+    layer_norm_eps: float = _GPT.layer_norm_eps,
+    activation: str = _GPT.activation,
+    pre_norm: bool = _GPT.pre_norm,
     unknown_piece: str = "<|endoftext|>",
     window: int = 256,
     stride: int = 192,
     batch_pieces: int = 4096,
-) -> Model[List[Doc], List[DocEncoding]]:
+) -> Model[List[Doc], EncodedBatch]:
     """A GPT decoder over Docs: BPE pieces, causal windows, every layer's output.
 
     Defaults are GPT-2 small; GPT-1 is pre_norm = false, n_pieces 40478,
@@ -138,41 +127,29 @@ def gpt_decoder_v1(
         activation=activation,
         pre_norm=pre_norm,
     )
-    return build_piece_encoder(
-        GptDecoder(config),
-        family="gpt",
-        n_layers=n_layers + 1,
-        width=hidden_width,
-        window=window,
-        stride=stride,
-        combine="most_left_context",
-        prefix=[],
-        suffix=[],
-        unknown=unknown_piece,
-        padding_id=0,
-        default_pooling="last",
-        batch_pieces=batch_pieces,
-        words="space_before",
-    )
+    layout = PieceLayout(window=window, stride=stride, combine="most_left_context", prefix=(), suffix=(),
+                         separator=None, unknown=unknown_piece, padding_id=0, words="space_before")
+    return build_piece_encoder(GptDecoder(config), layout, family="gpt", n_layers=n_layers + 1,
+                               width=hidden_width, default_pooling="last", batch_pieces=batch_pieces)
 
 
 @registry.architectures("spacy-bertfam.ElmoBiLM.v1")
 def elmo_bilm_v1(
-    n_characters: int = 262,
-    char_width: int = 16,
-    max_chars: int = 50,
-    filters: List[List[int]] = [[1, 32], [2, 32], [3, 64], [4, 128]],
-    n_highway: int = 1,
-    activation: str = "relu",
-    cell_width: int = 512,
-    projection_width: int = 128,
-    n_layers: int = 2,
-    cell_clip: float = 3.0,
-    projection_clip: float = 3.0,
-    skip_connections: bool = True,
-    n_words: int = 0,
-    dropout: float = 0.1,
-) -> Model[List[Doc], List[DocEncoding]]:
+    n_characters: int = _ELMO.n_characters,
+    char_width: int = _ELMO.char_width,
+    max_chars: int = _ELMO.max_chars,
+    filters: List[List[int]] = [list(f) for f in _ELMO.filters],
+    n_highway: int = _ELMO.n_highway,
+    activation: str = _ELMO.activation,
+    cell_width: int = _ELMO.cell_width,
+    projection_width: int = _ELMO.projection_width,
+    n_layers: int = _ELMO.n_layers,
+    cell_clip: float = _ELMO.cell_clip,
+    projection_clip: float = _ELMO.projection_clip,
+    skip_connections: bool = _ELMO.skip_connections,
+    n_words: int = _ELMO.n_words,
+    dropout: float = _ELMO.dropout,
+) -> Model[List[Doc], EncodedBatch]:
     """ELMo's biLM over Docs: one vector per token from each of its n_layers + 1 layers.
 
     Defaults are a small CPU model; the original ELMo is filters [[1,32],[2,32],[3,64],

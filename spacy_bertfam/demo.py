@@ -1,7 +1,6 @@
 """A short demo: MiniLM weights in our BERT, contextual similarities in a spaCy pipeline."""
 from typing import List
 
-import numpy as np
 import spacy
 
 from .loaders import pretrained_loader
@@ -25,25 +24,20 @@ def build_pipeline() -> spacy.language.Language:
     return nlp
 
 
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
-
-
 def run(sentences: List[str] = SENTENCES) -> str:
     """Return the demo's report: sentence similarities, then 'bank' in three contexts."""
     nlp = build_pipeline()
     docs = list(nlp.pipe(sentences))
-    vectors = [doc.tensor.mean(axis=0) for doc in docs]
     lines = ["Sentence similarity (cosine of mean token vectors, top layer):"]
     for i, s in enumerate(sentences):
         lines.append(f"  [{i}] {s}")
     lines.append("      " + "".join(f"[{j}]   " for j in range(len(docs))))
-    for i, v in enumerate(vectors):
-        lines.append(f"  [{i}] " + " ".join(f"{_cosine(v, w):.2f} " for w in vectors))
+    for i, doc in enumerate(docs):  # .similarity: cosine of the contextual vectors (pipeline/hooks.py)
+        lines.append(f"  [{i}] " + " ".join(f"{doc.similarity(other):.2f} " for other in docs))
     bank_docs = list(nlp.pipe(BANK))
-    bank = [doc.tensor[[t.i for t in doc if t.lower_ == "bank"][0]] for doc in bank_docs]
+    bank = [next(t for t in doc if t.lower_ == "bank") for doc in bank_docs]
     lines.append("\nThe word 'bank' in context (cosine between its token vectors):")
     for i in range(len(BANK)):
         for j in range(i + 1, len(BANK)):
-            lines.append(f"  {_cosine(bank[i], bank[j]):.2f}  {BANK[i]!r} vs {BANK[j]!r}")
+            lines.append(f"  {bank[i].similarity(bank[j]):.2f}  {BANK[i]!r} vs {BANK[j]!r}")
     return "\n".join(lines)

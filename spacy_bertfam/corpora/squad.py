@@ -16,7 +16,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Corpus, Example
 from spacy.util import registry
 
-from ..layers.piece_encoder import FIRST_SEGMENT
+from ..tokenization.words import FIRST_SEGMENT, first_segment_end
 
 ANSWER_KEY = "answer"
 ALL_ANSWERS_KEY = "answers"
@@ -36,13 +36,13 @@ def make_qa_doc(nlp: Language, question: str, context: str) -> Doc:
 
 def question_length(doc: Doc) -> int:
     """Number of question tokens at the start of a QA Doc (a clear error if unmarked)."""
-    group = doc.spans.get(FIRST_SEGMENT) if doc.spans else None
-    if not group:
+    n = first_segment_end(doc)
+    if not n:
         raise ValueError(
             f"This Doc has no question: span_qa reads Docs made by make_qa_doc(nlp, question, context), "
             f"whose doc.spans['{FIRST_SEGMENT}'] marks the question"
         )
-    return group[0].end
+    return n
 
 
 @dataclass

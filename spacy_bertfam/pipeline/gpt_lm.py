@@ -20,24 +20,15 @@ from spacy.tokens import Doc, Token
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..layers import torch_encoder
-from ..layers.piece_encoder import token_words
-from ..models.gpt import check_sampling, generate, piece_logprobs
+from ..encoders import EncodedBatch, piece_layout, torch_encoder
+from ..models.gpt import check_fits, check_sampling, generate, piece_logprobs
 from ..tokenization import PieceTokenizer
-from ..types import DocEncoding
+from ..tokenization.windows import window_spans
+from ..tokenization.words import token_words
 from .encoder import DEFAULT_COMPONENT_CONFIG, EncoderComponent
 
-DEFAULT_GPT_MODEL = {
-    "@architectures": "spacy-bertfam.GptDecoder.v1",
-    "n_pieces": 50257,
-    "hidden_width": 768,
-    "n_layers": 12,
-    "n_heads": 12,
-    "intermediate_width": 3072,
-    "n_positions": 1024,
-    "window": 256,
-    "stride": 192,
-}
+# GPT-2 small's sizes are the architecture's defaults (GptConfig's).
+DEFAULT_GPT_MODEL = {"@architectures": "spacy-bertfam.GptDecoder.v1"}
 
 
 def _ensure_lm_extensions() -> None:
@@ -65,15 +56,13 @@ class GptLmComponent(EncoderComponent):
     def __init__(self, vocab: Vocab, model: Model, name: str, *, lm_weight: float = 0.0,
                  lm_scores: bool = False, **settings):
         super().__init__(vocab, model, name, **settings)
-        if lm_weight < 0:
-            raise ValueError(f"{name}: lm_weight must be >= 0, got {lm_weight}")
+        self.contract.request_lm_loss(lm_weight)
         _ensure_lm_extensions()
-        model.attrs["lm_weight"] = lm_weight
         self.cfg.update({"lm_weight": lm_weight, "lm_scores": lm_scores})
 
     @property
     def tokenizer(self) -> PieceTokenizer:
-        return self.model.attrs["tokenizer"]
+        return self.contract.tokenizer
 
     def _bos_id(self) -> int:
         special = self.tokenizer.special_ids()
@@ -81,7 +70,7 @@ class GptLmComponent(EncoderComponent):
             raise ValueError(f"{self.name}: the vocabulary has no special piece to start texts with")
         return special[0]
 
-    def set_annotations(self, docs: Sequence[Doc], encodings: List[DocEncoding]) -> None:
+    def set_annotations(self, docs: Sequence[Doc], encodings: EncodedBatch) -> None:
         super().set_annotations(docs, encodings)
         if self.cfg["lm_scores"]:
             self.set_lm_scores(docs)
@@ -90,8 +79,10 @@ class GptLmComponent(EncoderComponent):
         """Set doc._.perplexity and the per-token log-probabilities."""
         words_ids = self.tokenizer.encode_words([token_words(d, "space_before") for d in docs])
         pieces = [[p for word in doc_words for p in word] for doc_words in words_ids]
-        logprobs = piece_logprobs(torch_encoder(self.model), pieces, bos_id=self._bos_id(),
-                                  window=self.model.attrs["window"], stride=self.model.attrs["stride"])
+        layout = piece_layout(self.model)
+        # Windows over the pieces after one beginning-of-text piece.
+        windows = [window_spans(len(p) + 1, layout.window, layout.stride) for p in pieces]
+        logprobs = piece_logprobs(torch_encoder(self.model), pieces, windows, bos_id=self._bos_id())
         for doc, doc_words, scores in zip(docs, words_ids, logprobs):
             lengths = np.asarray([len(w) for w in doc_words], dtype=np.int64)
             ends = np.cumsum(lengths)
@@ -123,11 +114,7 @@ class GptLmComponent(EncoderComponent):
         decoder = torch_encoder(self.model)
         ids = [self.tokenizer.encode(t).ids.tolist() or [self._bos_id()] for t in texts]
         longest = max(len(i) for i in ids)
-        if longest + max_new_tokens > decoder.config.n_positions:
-            raise ValueError(
-                f"prompt of {longest} pieces + {max_new_tokens} new pieces exceeds the "
-                f"{decoder.config.n_positions} positions of this model"
-            )
+        check_fits(decoder, longest, max_new_tokens)
         device = next(decoder.parameters()).device
         batch = torch.zeros(len(ids), longest, dtype=torch.long, device=device)
         mask = torch.zeros_like(batch)

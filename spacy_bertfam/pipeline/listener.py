@@ -13,8 +13,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from ..layers.pooler import build_pooler, pooler_layers
-from ..types import DocEncoding
+from ..encoders.contract import DocEncoding, EncoderContract
+from ..pooling import build_pooler, link_pooler, pooler_input_width, pooler_layers
 
 DOC_EXTENSION = "bertfam"
 
@@ -48,6 +48,20 @@ class EncoderListener(Model):
     @property
     def pooler(self) -> Model:
         return self.layers[0]
+
+    def link(self, upstream: str, contract: EncoderContract, *, where: str) -> None:
+        """Attach to the encoder component `upstream`: resolve layers, pooling and width."""
+        link_pooler(self.pooler, contract, where=where)
+        self.attrs["upstream"] = upstream
+        self._initializing = False  # spaCy relinks after initialising every component
+
+    def layers_read(self) -> List[int]:
+        """The normalised encoder layers this listener pools from (once linked)."""
+        return pooler_layers(self.pooler)
+
+    def drop_outputs_after_reading(self, drop: bool) -> None:
+        """Whether reading a Doc's stored outputs also deletes them (the last listener's job)."""
+        self.attrs["drop_upstream_outputs"] = drop
 
     @classmethod
     def get_batch_id(cls, inputs: List[Doc]) -> int:
@@ -100,11 +114,9 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
 def _placeholder(model: EncoderListener, doc: Doc) -> DocEncoding:
     """Zero outputs of the right shape, for shape inference at initialisation only."""
     n = len(doc)
-    pooler = model.pooler
-    width = pooler.get_dim("nO") // (len(pooler.attrs["layers"]) if pooler.attrs["combine"] == "concat" else 1)
-    zeros = model.ops.alloc2f(max(n, 1), width)
+    zeros = model.ops.alloc2f(max(n, 1), pooler_input_width(model.pooler))
     return DocEncoding(
-        layers={layer: zeros for layer in pooler_layers(pooler)},
+        layers={layer: zeros for layer in model.layers_read()},
         token_lengths=model.ops.xp.ones(n, dtype="int64"),
         token_pieces=model.ops.xp.arange(n, dtype="int64"),
     )

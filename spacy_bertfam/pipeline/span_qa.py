@@ -23,7 +23,8 @@ from thinc.api import Model, chain
 from thinc.types import Floats2d
 
 from ..corpora.squad import ANSWER_KEY, answer_texts, question_length
-from ..layers.span_logits import build_span_logits
+from ..heads.span_logits import build_span_logits
+from ..pretrained import packaged_sizes
 
 Answer = Optional[Tuple[int, int, float]]  # (start, end) token span and its probability, or None
 
@@ -38,7 +39,8 @@ def span_qa_v1(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc], Li
 
 DEFAULT_MODEL = {
     "@architectures": "spacy-bertfam.SpanQA.v1",
-    "tok2vec": {"@architectures": "spacy-bertfam.EncoderListener.v1", "width": 384, "upstream": "*"},
+    "tok2vec": {"@architectures": "spacy-bertfam.EncoderListener.v1", "upstream": "*",
+                "width": packaged_sizes("all-MiniLM-L6-v2")["hidden_width"]},
 }
 
 

@@ -19,9 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..convert import Checkpoint, load_state
-from ..models.bert import BertConfig, BertForPretraining
-from ..loaders import load_tokenizer
-from ..tokenization import PieceTokenizer, train_wordpiece
+from ..models.bert import PRETRAINING_HEADS, BertConfig, BertForPretraining
+from ..tokenization import PieceTokenizer, load_tokenizer, train_wordpiece
 from .documents import DocKey, first_texts, paragraphs
 from .masking import MaskingScheme
 from .nsp import Instance, Sentence, document_instances
@@ -30,7 +29,6 @@ from .stream import ExampleMaker, Numbered
 
 logger = logging.getLogger("spacy_bertfam")
 
-HEADS = ("mlm_head.", "nsp_head.")
 
 
 class SentenceSplitter:
@@ -139,7 +137,7 @@ class BertPretraining(Objective):
         if config.n_positions < self.max_length:
             raise ValueError(f"max_length {self.max_length} exceeds the model's {config.n_positions} positions")
         model = BertForPretraining(config)
-        load_state(model, checkpoint.state, source=checkpoint.source, optional=HEADS)
+        load_state(model, checkpoint.state, source=checkpoint.source, optional=PRETRAINING_HEADS)
         return model
 
     def _use(self, tokenizer: PieceTokenizer) -> None:

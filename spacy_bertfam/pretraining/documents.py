@@ -135,16 +135,16 @@ class DocumentReader:
                     if line.strip():
                         yield line.strip(), f.tell()
                 elif self.split == "passages" and not line.strip():
-                    if any(l.strip() for l in lines):
+                    if any(line_.strip() for line_ in lines):
                         yield "\n".join(lines).strip(), f.tell()
                     lines = []
                 elif self.split == "chapters" and self._heading.match(line):
-                    if any(l.strip() for l in lines):
+                    if any(line_.strip() for line_ in lines):
                         yield "\n".join(lines).strip(), start  # the heading starts the next one
                     lines = []
                 else:
                     lines.append(line)
-        if any(l.strip() for l in lines):
+        if any(line_.strip() for line_ in lines):
             yield "\n".join(lines).strip(), path.stat().st_size
 
 

@@ -103,7 +103,8 @@ def bert_pretraining(
                         intermediate_width=intermediate_width, n_positions=n_positions)
     if max_length > n_positions:
         raise ValueError(f"max_length {max_length} exceeds n_positions {n_positions}")
-    return BertPretraining(init=checkpoint_path(init) if init else None, vocab=Path(vocab) if vocab else None, config=config, dropout=dropout, max_length=max_length,
+    return BertPretraining(init=checkpoint_path(init) if init else None, vocab=Path(vocab) if vocab else None,
+                           config=config, dropout=dropout, max_length=max_length,
                            short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
                            pool_size=pool_size, lowercase=lowercase, vocab_documents=vocab_documents,
                            heldout_examples=heldout_instances, seed=seed)

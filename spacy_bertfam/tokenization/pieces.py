@@ -44,8 +44,8 @@ class PieceTokenizer:
     def tokenizer(self) -> Tokenizer:
         if self._tok is None:
             raise ValueError(
-                "This tokenizer has no vocabulary yet: the encoder was never initialised "
-                "from a checkpoint (set an encoder_loader under [initialize.components])"
+                "This tokenizer has no vocabulary yet: load one from a checkpoint, a "
+                "tokenizer.json or a vocab.txt"
             )
         return self._tok
 
@@ -83,9 +83,6 @@ class PieceTokenizer:
         """Encode a text (or pair) with the special pieces of the post-processor."""
         enc = self.tokenizer.encode(text, pair)
         return _to_encoded(enc)
-
-    def encode_batch(self, texts: Sequence[str]) -> List[Encoded]:
-        return [_to_encoded(e) for e in self.tokenizer.encode_batch(list(texts))]
 
     def encode_words(self, docs: Sequence[Sequence[str]]) -> List[List[List[int]]]:
         """Pieces (no special pieces) of each word of each pre-split doc.

@@ -92,3 +92,13 @@ def train_wordpiece(
         ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))
     )
     return PieceTokenizer(tok)
+
+
+def load_tokenizer(path: Union[str, Path], *, lowercase: bool = True) -> PieceTokenizer:
+    """A tokenizer from a `tokenizer.json`, a WordPiece `vocab.txt`, or a directory of either."""
+    path = Path(path)
+    if path.is_dir():
+        return load_wordpiece(path)
+    if path.suffix == ".json":
+        return PieceTokenizer.from_file(str(path))
+    return wordpiece_from_vocab(path, lowercase=lowercase)

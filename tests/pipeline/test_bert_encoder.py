@@ -8,7 +8,7 @@ import pytest
 import spacy
 import torch
 
-from spacy_bertfam.layers import torch_encoder
+from spacy_bertfam.encoders import contract_of, torch_encoder
 from spacy_bertfam.loaders import checkpoint_loader
 
 TINY_MODEL = {
@@ -29,7 +29,7 @@ def tiny_nlp(checkpoint, component=None, **model_overrides):
 def bare_outputs(nlp, pieces):
     """Every layer of the bare model on one [CLS] pieces [SEP] sequence."""
     model = nlp.get_pipe("bert_encoder").model
-    tok = model.attrs["tokenizer"]
+    tok = contract_of(model).tokenizer
     ids = torch.tensor([[tok.piece_id("[CLS]"), *pieces, tok.piece_id("[SEP]")]])
     with torch.no_grad():
         return [l[0, 1:-1].numpy() for l in torch_encoder(model).eval()(ids).layers]
@@ -105,7 +105,7 @@ def test_window_covering_doc_equals_bare_model(hf_bert_dir):
     nlp = tiny_nlp(hf_bert_dir)
     doc = nlp("the cat sat on the mat")
     enc = doc._.bertfam["bert_encoder"]
-    pieces = nlp.get_pipe("bert_encoder").model.attrs["tokenizer"].encode_words([[t.text for t in doc]])[0]
+    pieces = nlp.get_pipe("bert_encoder").contract.tokenizer.encode_words([[t.text for t in doc]])[0]
     bare = bare_outputs(nlp, [p for word in pieces for p in word])
     assert sorted(enc.layers) == [0, 1, 2, 3]
     for i, layer in enumerate(bare):
@@ -117,7 +117,7 @@ def test_small_windows_average_overlaps(hf_bert_dir):
     nlp = tiny_nlp(hf_bert_dir, window=window, stride=stride)
     doc = nlp("the cat sat on the mat the dog ran on the river bank")
     enc = doc._.bertfam["bert_encoder"]
-    ids = [p for w in nlp.get_pipe("bert_encoder").model.attrs["tokenizer"].encode_words([[t.text for t in doc]])[0] for p in w]
+    ids = [p for w in nlp.get_pipe("bert_encoder").contract.tokenizer.encode_words([[t.text for t in doc]])[0] for p in w]
     n = len(ids)
     assert n == 13
     sums = [np.zeros((n, 32), dtype=np.float32) for _ in range(4)]
@@ -173,7 +173,7 @@ def test_length_chunks_equal_single_docs(hf_bert_dir):
     from spacy_bertfam.tokenization.alignment import align_tokens
     from spacy_bertfam.tokenization.windows import plan_windows
 
-    pieces = align_tokens(model.attrs["tokenizer"], [[t.text for t in d] for d in docs], unk_id=1)
+    pieces = align_tokens(contract_of(model).tokenizer, [[t.text for t in d] for d in docs], unk_id=1)
     plan = plan_windows([p.ids for p in pieces], window=64, stride=48, prefix=[2], suffix=[3],
                         padding_id=0, batch_pieces=40)
     assert len(plan.chunks) > 3

@@ -9,12 +9,11 @@ import torch
 from spacy.tokens import DocBin
 
 from spacy_bertfam.convert import Checkpoint, read_checkpoint, save_checkpoint
-from spacy_bertfam.layers import torch_encoder
-from spacy_bertfam.layers.pooler import build_pooler, link_pooler
+from spacy_bertfam.encoders import DocEncoding, EncoderContract, torch_encoder
 from spacy_bertfam.loaders import checkpoint_loader
 from spacy_bertfam.models.elmo import ElmoBiLM, ElmoConfig
+from spacy_bertfam.pooling import build_pooler, link_pooler
 from spacy_bertfam.tokenization.characters import batch_char_ids
-from spacy_bertfam.types import DocEncoding
 
 from ..conftest import SHARED_DATA
 from .pipelines import TRAIN
@@ -64,7 +63,7 @@ def test_scalar_mix_formula_and_gradients():
     layers = {k: rng.normal(size=(5, 4)).astype("f") for k in range(3)}
     enc = DocEncoding(layers=layers, token_lengths=np.ones(5, dtype=np.int64), token_pieces=np.arange(5))
     pooler = build_pooler(width=4, pooling=None, layers=[0, 1, 2], combine="scalar_mix")
-    link_pooler(pooler, n_layers=3, width=4, default_pooling="mean", where="test")
+    link_pooler(pooler, EncoderContract(family="elmo", n_layers=3, width=4, default_pooling="mean"), where="test")
     s, gamma = np.asarray([0.5, -1.0, 2.0], dtype="f"), 1.7
     pooler.set_param("mix_weights", s.copy())
     pooler.set_param("gamma", np.asarray([gamma], dtype="f"))

@@ -6,7 +6,7 @@ import torch
 from spacy.util import load_model_from_config
 from thinc.api import SGD
 
-from spacy_bertfam.layers import torch_encoder
+from spacy_bertfam.encoders import torch_encoder
 
 from .pipelines import build, examples, predictions
 

@@ -7,16 +7,16 @@ import spacy
 import srsly
 import torch
 from spacy.tokens import DocBin
-from spacy.util import fix_random_seed
 from spacy.training import Example
+from spacy.util import fix_random_seed
 from thinc.api import Adam
 
 from spacy_bertfam import make_qa_doc
 from spacy_bertfam.__main__ import main
-from spacy_bertfam.corpora.squad import read_squad, qa_corpus
-from spacy_bertfam.layers import torch_encoder
-from spacy_bertfam.layers.piece_encoder import FIRST_SEGMENT
+from spacy_bertfam.corpora.squad import qa_corpus, read_squad
+from spacy_bertfam.encoders import torch_encoder
 from spacy_bertfam.pipeline.span_qa import score_answers
+from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
 from ..conftest import SHARED_DATA, make_hf_gpt
 from .pipelines import TINY_ENCODER, listener
@@ -29,7 +29,7 @@ CONTEXT = "the cat sat on the mat . the dog ran to the river bank . hello world"
 
 def pair_pieces(nlp, doc):
     enc = doc._.bertfam["bert_encoder"]
-    tok = nlp.get_pipe("bert_encoder").model.attrs["tokenizer"]
+    tok = nlp.get_pipe("bert_encoder").contract.tokenizer
     ids = [p for w in tok.encode_words([[t.text for t in doc]])[0] for p in w]
     n_question = int(enc.token_lengths[: doc.spans[FIRST_SEGMENT][0].end].sum())
     return ids[:n_question], ids[n_question:]
@@ -37,7 +37,7 @@ def pair_pieces(nlp, doc):
 
 def bare_pair(nlp, a, b):
     """Every layer of the bare model on [CLS] a [SEP] b [SEP] with segment ids 0/1."""
-    tok = nlp.get_pipe("bert_encoder").model.attrs["tokenizer"]
+    tok = nlp.get_pipe("bert_encoder").contract.tokenizer
     cls, sep = tok.piece_id("[CLS]"), tok.piece_id("[SEP]")
     ids = torch.tensor([[cls, *a, sep, *b, sep]])
     types = torch.tensor([[0] * (len(a) + 2) + [1] * (len(b) + 1)])

@@ -9,6 +9,7 @@ import spacy
 from spacy.tokens import DocBin
 
 from spacy_bertfam.loaders import checkpoint_loader
+
 from ..conftest import SHARED_DATA
 from .helpers import pretrain
 

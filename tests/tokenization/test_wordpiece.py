@@ -5,7 +5,6 @@ from spacy_bertfam.tokenization import load_wordpiece, train_wordpiece, wordpiec
 
 from ..helpers import varied_strings
 
-
 STRINGS = varied_strings()
 
 

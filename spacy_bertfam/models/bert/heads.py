@@ -45,6 +45,10 @@ class NextSentenceHead(nn.Module):
         return self.classifier(pooled)
 
 
+# State-dict prefixes of the pretraining heads: a feature encoder may lack them.
+PRETRAINING_HEADS = ("mlm_head.", "nsp_head.")
+
+
 class BertForPretraining(BertEncoder):
     """The encoder plus both pretraining heads, with the parameter names of the
     encoder alone, so one state dict serves both (heads under `mlm_head.`/`nsp_head.`).

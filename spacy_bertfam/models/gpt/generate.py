@@ -18,6 +18,15 @@ def check_sampling(max_new_tokens: int, temperature: float, top_k: Optional[int]
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
+def check_fits(model: GptDecoder, prompt_pieces: int, max_new_tokens: int) -> None:
+    """A clear error when the prompt and the new pieces exceed the model's positions."""
+    if prompt_pieces + max_new_tokens > model.config.n_positions:
+        raise ValueError(
+            f"prompt of {prompt_pieces} pieces + {max_new_tokens} new pieces exceeds the "
+            f"{model.config.n_positions} positions of this model"
+        )
+
+
 def _pick(logits: torch.Tensor, temperature: float, top_k: Optional[int], top_p: Optional[float],
           generator: Optional[torch.Generator]) -> torch.Tensor:
     """(B, V) logits -> (B,) next piece ids."""
@@ -60,11 +69,7 @@ def generate(
         for checking the cache).
     """
     check_sampling(max_new_tokens, temperature, top_k, top_p)
-    if piece_ids.shape[1] + max_new_tokens > model.config.n_positions:
-        raise ValueError(
-            f"prompt of {piece_ids.shape[1]} pieces + {max_new_tokens} new pieces exceeds the "
-            f"{model.config.n_positions} positions of this model"
-        )
+    check_fits(model, piece_ids.shape[1], max_new_tokens)
     model.eval()
     ids, mask = piece_ids, attention_mask
     out = model(ids, mask)

@@ -1,31 +1,34 @@
 """Log-probabilities of every piece of long texts under a GPT decoder.
 
-The text, after one beginning-of-text piece, is read in windows of `window`
-positions starting every `stride` pieces; each piece is scored in the earliest
-window that holds it and its predecessor, the one giving it the most left context.
+The text, after one beginning-of-text piece, is read in the windows the caller gives
+(overlapping (start, end) ranges of that sequence, e.g. `tokenization.windows.window_spans`);
+each piece is scored in the earliest window that holds it and its predecessor, the one
+giving it the most left context.
 """
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from ...tokenization.windows import window_spans
 from .decoder import GptDecoder
 
 
 @torch.no_grad()
 def piece_logprobs(
-    model: GptDecoder, docs: Sequence[Sequence[int]], *, bos_id: int, window: int, stride: int
+    model: GptDecoder, docs: Sequence[Sequence[int]], windows: Sequence[Sequence[Tuple[int, int]]], *, bos_id: int
 ) -> List[np.ndarray]:
-    """Per doc, the natural-log probability of each piece given all pieces before it."""
+    """Per doc, the natural-log probability of each piece given all pieces before it.
+
+    windows: per doc, (start, end) ranges over [bos_id, *pieces] covering all of it.
+    """
     model.eval()
     device = next(model.parameters()).device
     out = []
-    for ids in docs:
+    for ids, spans in zip(docs, windows):
         seq = torch.tensor([bos_id, *ids], dtype=torch.long, device=device)
         scores = np.zeros(len(ids), dtype=np.float32)
         done = 0  # pieces scored so far (targets are seq[1:])
-        for start, end in window_spans(len(seq), window, stride):
+        for start, end in spans:
             if end - 1 <= done:
                 continue
             logits = model.logits(model(seq[None, start:end]).layers[-1])[0]

@@ -2,8 +2,8 @@
 from typing import Optional, Tuple
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 KVCache = Tuple[torch.Tensor, torch.Tensor]
 

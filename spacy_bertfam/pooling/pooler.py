@@ -12,9 +12,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d
 
-from ..types import DocEncoding
-from .piece_encoder import normalise_layer
-from .pooling import check_pooling, pool_pieces
+from ..encoders.contract import DocEncoding, EncoderContract
+from .pieces import check_pooling, pool_pieces
 
 COMBINES = ("scalar_mix", "concat", "mean")
 
@@ -40,7 +39,7 @@ def build_pooler(
         init=_init,
         dims={"nO": width},
         attrs={"pooling": pooling, "layers": list(layers), "combine": combine,
-               "n_layers": None, "resolved_pooling": pooling},
+               "layer_ids": None, "resolved_pooling": pooling},
     )
     if combine == "scalar_mix" and len(layers) > 1:
         model.set_param("mix_weights", model.ops.alloc1f(len(layers)))
@@ -48,26 +47,32 @@ def build_pooler(
     return model
 
 
-def link_pooler(pooler: Model, *, n_layers: int, width: int, default_pooling: str, where: str) -> None:
+def link_pooler(pooler: Model, contract: EncoderContract, *, where: str) -> None:
     """Resolve layer indices and pooling against the upstream encoder; check the width."""
-    layers = [normalise_layer(i, n_layers) for i in pooler.attrs["layers"]]
-    expected = width * len(layers) if pooler.attrs["combine"] == "concat" and len(layers) > 1 else width
+    layers = [contract.layer_index(i) for i in pooler.attrs["layers"]]
+    expected = contract.width * len(layers) if pooler.attrs["combine"] == "concat" and len(layers) > 1 else contract.width
     if pooler.get_dim("nO") != expected:
         raise ValueError(
             f"{where}: width {pooler.get_dim('nO')} does not match the encoder's output: "
-            f"{len(layers)} layer(s) of width {width} with combine "
+            f"{len(layers)} layer(s) of width {contract.width} with combine "
             f"'{pooler.attrs['combine']}' give {expected}; set width = {expected}"
         )
-    pooler.attrs["n_layers"] = n_layers
-    pooler.attrs["resolved_pooling"] = pooler.attrs["pooling"] or default_pooling
+    pooler.attrs["layer_ids"] = layers
+    pooler.attrs["resolved_pooling"] = pooler.attrs["pooling"] or contract.default_pooling
 
 
 def pooler_layers(pooler: Model) -> List[int]:
     """The normalised layer indices the pooler reads (after `link_pooler`)."""
-    n = pooler.attrs["n_layers"]
-    if n is None:
+    layers = pooler.attrs["layer_ids"]
+    if layers is None:
         raise ValueError("The listener is not linked to an encoder yet")
-    return [normalise_layer(i, n) for i in pooler.attrs["layers"]]
+    return list(layers)
+
+
+def pooler_input_width(pooler: Model) -> int:
+    """Width of each layer the pooler reads."""
+    k = len(pooler.attrs["layers"])
+    return pooler.get_dim("nO") // (k if pooler.attrs["combine"] == "concat" else 1)
 
 
 def _init(model: Model, X=None, Y=None) -> None:

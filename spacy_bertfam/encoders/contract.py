@@ -1,0 +1,196 @@
+"""The encoder contract: what an encoder Model offers its component and its listeners.
+
+Every family's thinc encoder Model (`spacy-bertfam.BertEncoder.v1`, `GptDecoder.v1`,
+`ElmoBiLM.v1`) maps a batch of Docs to an `EncodedBatch` and carries one
+`EncoderContract` (read it with `contract_of(model)`). The rest of the library talks to
+an encoder only through these two objects:
+
+- `EncoderContract` says what the encoder is (family, number of layer outputs, width,
+  default pooling, whether it encodes sentence pairs, its tokenizer, where its weights
+  came from) and holds what its component asks of it (which layers to compute, the
+  weight of an auxiliary LM loss). The component sets the requests through methods;
+  loaders set the weights' source and tokenizer.
+- `EncodedBatch` is the forward pass's value: one `DocEncoding` per Doc (piece-level
+  outputs of the requested layers and the piece<->token alignment) and, when an LM
+  loss was asked for in training, its value.
+
+Layer indices are Python style where a user writes them (-1 = top) and normalised to
+0..n_layers-1 (0 = embedding output) everywhere else.
+"""
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence
+
+import srsly
+from thinc.api import Model, PyTorchShim
+from thinc.model import deserialize_attr, serialize_attr
+from thinc.types import Floats2d, Ints1d
+from torch import nn
+
+from ..tokenization import PieceTokenizer
+
+CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
+
+# What a user with an uninitialised encoder should add, per family.
+_LOADER_HINTS = {
+    "bert": '@misc = "spacy-bertfam.PretrainedLoader.v1"\nname = "all-MiniLM-L6-v2"',
+    "gpt": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/gpt_pretrain/final"\n'
+           "(made by: python -m spacy bertfam-pretrain configs/pretrain_gpt.cfg training/gpt_pretrain)",
+    "elmo": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/elmo_pretrain/final"\n'
+            "(made by: python -m spacy bertfam-pretrain configs/pretrain_elmo.cfg training/elmo_pretrain)",
+}
+
+
+@dataclass
+class DocEncoding:
+    """An encoder's output for one Doc, at piece level.
+
+    layers: normalised layer index -> (n_pieces, width) array, for the requested layers.
+    token_lengths: (n_tokens,) pieces per spaCy token (each >= 1).
+    token_pieces: (sum(token_lengths),) piece indices of each token, token by token.
+    """
+
+    layers: Dict[int, Floats2d]
+    token_lengths: Ints1d
+    token_pieces: Ints1d
+
+    @property
+    def n_pieces(self) -> int:
+        return 0 if not self.layers else int(next(iter(self.layers.values())).shape[0])
+
+
+@dataclass
+class EncodedBatch(Sequence[DocEncoding]):
+    """The value of an encoder's forward pass: a sequence of `DocEncoding`s, one per Doc.
+
+    lm_loss: the mean next-piece cross-entropy of the batch when the contract asked for
+        an LM loss in training (causal families), else None. Its gradient, scaled by
+        the requested weight, is part of the same backward pass.
+    """
+
+    docs: List[DocEncoding]
+    lm_loss: Optional[float] = None
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.docs[index]
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def __iter__(self) -> Iterator[DocEncoding]:
+        return iter(self.docs)
+
+
+@dataclass
+class EncoderContract:
+    """What an encoder Model is, and what its component currently asks of it.
+
+    family (str): "bert", "gpt" or "elmo".
+    n_layers (int): layer outputs, the embedding output included.
+    width (int): width of every layer output.
+    default_pooling (str): how a token's pieces are pooled unless a listener says
+        otherwise ("mean"; "last" for causal decoders).
+    pairs (bool): encodes sentence pairs (a Doc with a first segment, see
+        `tokenization.pairs`); families without a separator refuse them.
+    tokenizer (Optional[PieceTokenizer]): the piece vocabulary, empty until a loader
+        fills it; None for ELMo, which reads characters.
+    batch_pieces (int): the padded positions per encoder call the encoder is built
+        for; `nlp.pipe` groups Docs by about this many tokens.
+    source (str): where the weights came from; "" until a loader ran.
+    layers (Optional[List[int]]): requested layers (normalised); None = every layer.
+    lm_weight (float): requested weight of the auxiliary LM loss in training (0 = off).
+    """
+
+    family: str
+    n_layers: int
+    width: int
+    default_pooling: str
+    pairs: bool = False
+    tokenizer: Optional[PieceTokenizer] = None
+    batch_pieces: int = 4096
+    source: str = ""
+    layers: Optional[List[int]] = field(default=None)
+    lm_weight: float = 0.0
+
+    def layer_index(self, index: int) -> int:
+        """Python-style layer index (-1 = top) -> 0..n_layers-1; IndexError names the range."""
+        if not -self.n_layers <= index < self.n_layers:
+            raise IndexError(
+                f"Layer {index} does not exist: this encoder has {self.n_layers} layer outputs "
+                f"(0 = embeddings .. {self.n_layers - 1}, or -1 .. -{self.n_layers})"
+            )
+        return index % self.n_layers
+
+    def request_layers(self, layers: Optional[Sequence[int]]) -> None:
+        """Compute only these layers (any index style); None computes every layer."""
+        self.layers = None if layers is None else sorted({self.layer_index(i) for i in layers})
+
+    def requested_layers(self) -> List[int]:
+        """The normalised layers the forward pass computes outputs for."""
+        return list(range(self.n_layers)) if self.layers is None else list(self.layers)
+
+    def request_lm_loss(self, weight: float) -> None:
+        """Ask for weight × the LM loss in training (causal families only; 0 = off)."""
+        if weight < 0:
+            raise ValueError(f"lm_weight must be >= 0, got {weight}")
+        if weight and self.family != "gpt":
+            raise ValueError(f"{self.family} encoders have no causal LM loss; lm_weight must be 0")
+        self.lm_weight = float(weight)
+
+    @property
+    def is_initialised(self) -> bool:
+        return bool(self.source)
+
+    def check_initialised(self) -> None:
+        """A clear error, with a loader that works for this family, before any forward pass."""
+        if not self.is_initialised:
+            raise ValueError(
+                f"The {self.family} encoder was never initialised: there are no weights to initialise "
+                f"from. Set an encoder loader, e.g.\n[initialize.components.<name>.encoder_loader]\n"
+                f"{_LOADER_HINTS.get(self.family, '')}\n(or spacy-bertfam.RandomInit.v1 for random weights)"
+            )
+
+    def to_dict(self) -> Dict:
+        data = {k: v for k, v in self.__dict__.items() if k != "tokenizer"}
+        data["tokenizer"] = None if self.tokenizer is None else self.tokenizer.to_json()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Dict) -> "EncoderContract":
+        data = dict(data)
+        tok = data.pop("tokenizer", None)
+        return cls(**data, tokenizer=None if tok is None else PieceTokenizer.from_json(tok))
+
+
+@serialize_attr.register(EncoderContract)
+def _serialize_contract(_: EncoderContract, value: EncoderContract, name: str, model: Model) -> bytes:
+    return srsly.msgpack_dumps(value.to_dict())
+
+
+@deserialize_attr.register(EncoderContract)
+def _deserialize_contract(_: EncoderContract, value: bytes, name: str, model: Model) -> EncoderContract:
+    return EncoderContract.from_dict(srsly.msgpack_loads(value))
+
+
+class EncoderShim(PyTorchShim):
+    """thinc's PyTorch shim, with the torch encoder it runs as a public attribute."""
+
+    @property
+    def encoder(self) -> nn.Module:
+        """The family's torch module (e.g. `BertEncoder`) inside the shim's wrapper."""
+        return self._model.encoder
+
+
+def contract_of(model: Model) -> EncoderContract:
+    """The contract of an encoder Model; a clear error for any other Model."""
+    contract = model.attrs.get(CONTRACT)
+    if not isinstance(contract, EncoderContract):
+        raise TypeError(
+            f"'{model.name}' is not a spacy-bertfam encoder (BertEncoder.v1, GptDecoder.v1 or ElmoBiLM.v1)"
+        )
+    return contract
+
+
+def torch_encoder(model: Model) -> nn.Module:
+    """The torch encoder (e.g. `BertEncoder`, `GptDecoder`, `ElmoBiLM`) of an encoder Model."""
+    contract_of(model)
+    return model.shims[0].encoder

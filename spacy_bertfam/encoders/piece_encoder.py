@@ -1,0 +1,204 @@
+"""The thinc Model that turns Docs into piece-level layer outputs of a torch transformer.
+
+Tokenization, alignment and windowing live inside this Model (not on the pipeline
+component), so a copy of the Model, such as the one `nlp.replace_listeners` makes,
+works on its own. The piece tokenizer is part of the encoder's contract, serialised
+with the Model.
+"""
+from dataclasses import asdict, dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import srsly
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
+from thinc.model import deserialize_attr, serialize_attr
+from torch import nn
+
+from ..models.windowed import WindowedEncoder
+from ..tokenization import PieceTokenizer
+from ..tokenization.alignment import DocPieces, align_tokens
+from ..tokenization.windows import WindowPlan, plan_windows
+from ..tokenization.words import FIRST_SEGMENT, first_segment_end, token_words
+from .contract import CONTRACT, EncodedBatch, EncoderContract, EncoderShim, contract_of
+from .outputs import join_gradients, split_outputs
+
+LAYOUT = "layout"
+
+
+@dataclass(frozen=True)
+class PieceLayout:
+    """How a family lays Docs out as piece windows (fixed by its architecture).
+
+    window, stride, combine: see `tokenization.windows`.
+    prefix, suffix: special pieces around every window (e.g. ["[CLS]"], ["[SEP]"]).
+    separator: pieces between a sentence pair's segments (["[SEP]"]), or None.
+    unknown: the piece used for a doc whose tokens yield no piece.
+    padding_id: id of the padding piece.
+    words: what the tokenizer sees of each token (see `tokenization.words.token_words`).
+    """
+
+    window: int
+    stride: int
+    combine: str
+    prefix: Tuple[str, ...]
+    suffix: Tuple[str, ...]
+    separator: Optional[Tuple[str, ...]]
+    unknown: str
+    padding_id: int
+    words: str = "text"
+
+
+@serialize_attr.register(PieceLayout)
+def _serialize_layout(_: PieceLayout, value: PieceLayout, name: str, model: Model) -> bytes:
+    return srsly.msgpack_dumps(asdict(value))
+
+
+@deserialize_attr.register(PieceLayout)
+def _deserialize_layout(_: PieceLayout, value: bytes, name: str, model: Model) -> PieceLayout:
+    data = srsly.msgpack_loads(value)
+    sep = data.pop("separator")
+    return PieceLayout(**{**data, "prefix": tuple(data["prefix"]), "suffix": tuple(data["suffix"]),
+                          "separator": None if sep is None else tuple(sep)})
+
+
+def build_piece_encoder(
+    encoder: nn.Module,
+    layout: PieceLayout,
+    *,
+    family: str,
+    n_layers: int,
+    width: int,
+    default_pooling: str,
+    batch_pieces: int,
+) -> Model[List[Doc], EncodedBatch]:
+    """Wrap a torch encoder (called as `encoder(ids, mask[, type_ids])` -> EncoderOutput).
+
+    family: checkpoint family the encoder accepts ("bert", "gpt").
+    n_layers: number of layer outputs (embedding output included).
+    default_pooling: how listeners pool a token's pieces unless told otherwise.
+    batch_pieces: padded positions per encoder call (see `tokenization.windows`).
+
+    With an LM weight requested in the contract (causal families), training also
+    computes the batch's mean next-piece cross-entropy, returned in `EncodedBatch.lm_loss`
+    and backpropagated with that weight.
+    """
+    n_positions = getattr(encoder.config, "n_positions", layout.window)
+    if layout.window > n_positions:
+        raise ValueError(
+            f"window {layout.window} exceeds the {n_positions} positions of this model; "
+            f"set window <= {n_positions}"
+        )
+    # Checked now rather than at the first batch, so a bad config fails early.
+    plan_windows([], window=layout.window, stride=layout.stride, prefix=[0] * len(layout.prefix),
+                 suffix=[0] * len(layout.suffix), padding_id=layout.padding_id, combine=layout.combine)
+    contract = EncoderContract(family=family, n_layers=n_layers, width=width, default_pooling=default_pooling,
+                               pairs=layout.separator is not None, tokenizer=PieceTokenizer(), batch_pieces=batch_pieces)
+    return Model(
+        f"{family}_piece_encoder",
+        _forward,
+        shims=[EncoderShim(WindowedEncoder(encoder))],
+        dims={"nO": width},
+        attrs={CONTRACT: contract, LAYOUT: layout},
+    )
+
+
+def piece_layout(model: Model) -> PieceLayout:
+    """The window layout of a piece-encoder Model (BERT, GPT)."""
+    return model.attrs[LAYOUT]
+
+
+def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatch, Callable]:
+    contract = contract_of(model)
+    contract.check_initialised()
+    layout = piece_layout(model)
+    tokenizer = contract.tokenizer
+    pieces = align_tokens(tokenizer, [token_words(doc, layout.words) for doc in docs],
+                          unk_id=tokenizer.piece_id(layout.unknown))
+    plan = plan_windows(
+        [p.ids for p in pieces],
+        window=layout.window,
+        stride=layout.stride,
+        prefix=[tokenizer.piece_id(p) for p in layout.prefix],
+        suffix=[tokenizer.piece_id(p) for p in layout.suffix],
+        padding_id=layout.padding_id,
+        combine=layout.combine,
+        batch_pieces=contract.batch_pieces,
+        leads=_first_segments(contract, docs, pieces),
+        separator=[tokenizer.piece_id(p) for p in layout.separator or ()],
+    )
+    layer_ids = contract.requested_layers()
+    lm_weight = contract.lm_weight if is_train else 0.0
+    lm = _lm_targets(pieces, plan) if lm_weight > 0 else None
+    if lm is not None:
+        layer_ids = sorted(set(layer_ids) | {contract.n_layers - 1})  # the LM reads the top
+    shim: EncoderShim = model.shims[0]
+    outputs, backprop_torch = shim(_torch_inputs(plan, layer_ids, shim.device, lm), is_train)
+    outputs = list(outputs)
+    lm_loss = outputs.pop() if lm is not None else None
+    alignments = [(p.token_lengths, p.token_pieces) for p in pieces]
+    batch = EncodedBatch(split_outputs([torch2xp(t) for t in outputs], layer_ids, plan.doc_offsets, alignments),
+                         lm_loss=None if lm_loss is None else float(lm_loss.detach()))
+
+    def backprop(d_encodings: List[Dict[int, object]]) -> List[Doc]:
+        if plan.ids.shape[0] == 0:
+            return docs  # no piece in the batch: nothing reached the encoder
+        grads = join_gradients(model.ops, d_encodings, layer_ids, plan.doc_offsets, contract.width)
+        grads_torch = [xp2torch(g, device=shim.device) for g in grads]
+        tensors = list(outputs)
+        if lm_loss is not None:
+            tensors.append(lm_loss)
+            grads_torch.append(lm_loss.new_tensor(lm_weight))
+        backprop_torch(ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": grads_torch}))
+        return docs
+
+    return batch, backprop
+
+
+def _first_segments(contract: EncoderContract, docs: List[Doc], pieces: List[DocPieces]) -> List[int]:
+    """Pieces in each doc's segment A (0 for a doc that is not a pair)."""
+    leads = []
+    for doc, doc_pieces in zip(docs, pieces):
+        n_tokens = first_segment_end(doc)
+        if n_tokens and not contract.pairs:
+            raise ValueError(f"{contract.family} encoders do not encode sentence pairs, but a Doc has "
+                             f"doc.spans['{FIRST_SEGMENT}']")
+        if not n_tokens:
+            leads.append(0)
+            continue
+        n_token_pieces = int(doc_pieces.token_lengths[:n_tokens].sum())
+        leads.append(int(doc_pieces.token_pieces[:n_token_pieces].max()) + 1)
+    return leads
+
+
+def _lm_targets(pieces: List[DocPieces], plan: WindowPlan) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """Output rows whose hidden state predicts a next piece, and that piece's id."""
+    rows, targets = [], []
+    for d, doc_pieces in enumerate(pieces):
+        n = doc_pieces.n_pieces
+        if n > 1:
+            rows.append(plan.doc_offsets[d] + np.arange(n - 1))
+            targets.append(doc_pieces.ids[1:])
+    if not rows:
+        return None
+    return np.concatenate(rows).astype(np.int64), np.concatenate(targets).astype(np.int64)
+
+
+def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device, lm=None) -> ArgsKwargs:
+    to_torch = lambda a: xp2torch(a, device=device)  # noqa: E731
+    kwargs = {} if lm is None else {"lm_rows": to_torch(lm[0]), "lm_targets": to_torch(lm[1])}
+    if plan.type_ids.any():
+        kwargs["type_ids"] = to_torch(plan.type_ids)
+    return ArgsKwargs(
+        args=(
+            to_torch(plan.ids),
+            to_torch(plan.mask),
+            [(to_torch(windows), length) for windows, length in plan.chunks],
+            to_torch(plan.source),
+            to_torch(plan.target),
+            to_torch(plan.weight),
+            plan.n_out,
+            layer_ids,
+        ),
+        kwargs=kwargs,
+    )

@@ -1,0 +1,1 @@
+"""Task-head thinc layers that read token vectors from a listener."""
