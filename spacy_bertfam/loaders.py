@@ -67,12 +67,14 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
 
 @registry.misc("spacy-bertfam.CheckpointLoader.v1")
 def checkpoint_loader(path: Union[str, Path]) -> EncoderLoader:
-    """Load any supported checkpoint directory (ours, Hugging Face BERT).
+    """Load any supported checkpoint directory (ours, Hugging Face BERT/GPT-2/GPT-1, bilm-tf ELMo).
 
     path (Path): the checkpoint directory.
     """
 
     def load(model: Model) -> None:
+        if not Path(path).exists():
+            raise CheckpointError(f"Checkpoint not found: {path}. {contract_of(model).checkpoint_hint()}")
         load_checkpoint_into(model, read_checkpoint(path))
 
     return load
@@ -91,6 +93,8 @@ def pretrained_loader(name: str = "all-MiniLM-L6-v2", checkpoint: Optional[Union
 
     def load(model: Model) -> None:
         path = checkpoint if checkpoint is not None else pretrained_path(name)
+        if not Path(path).exists():
+            raise CheckpointError(f"Checkpoint not found: {path}. {contract_of(model).checkpoint_hint()}")
         load_checkpoint_into(model, read_checkpoint(path))
 
     return load

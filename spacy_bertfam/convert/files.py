@@ -1,9 +1,11 @@
 """File-level helpers the checkpoint readers share: JSON, weight files, vocabulary checks."""
 import json
+import pickle
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from ..tokenization import PieceTokenizer
@@ -18,12 +20,39 @@ def read_json(path: Path) -> Dict[str, Any]:
 
 
 
+def read_safetensors(path: Path) -> Dict[str, torch.Tensor]:
+    """A safetensors file; a damaged one is a CheckpointError naming it."""
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError) as e:
+        raise CheckpointError(f"{path} is not a readable safetensors file ({e}); it may be truncated: "
+                              "copy or download it again") from None
+
+
+def read_torch_weights(path: Path) -> Dict[str, torch.Tensor]:
+    """A `pytorch_model.bin`, read with torch's weights-only unpickler: a file that holds
+    anything but tensors (e.g. code that would run on loading) is refused."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[0]
+        raise CheckpointError(
+            f"{path} holds more than tensors, and unpickling it could run code: refused ({first}). "
+            "Convert trusted weights to model.safetensors, or use another checkpoint"
+        ) from None
+    except (RuntimeError, EOFError, OSError) as e:
+        raise CheckpointError(f"{path} is not a readable PyTorch weight file ({e}); it may be truncated") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path} does not hold a state dict of tensors")
+    return state
+
+
 def read_weights(directory: Path) -> Dict[str, torch.Tensor]:
     """model.safetensors, else pytorch_model.bin (loaded without unpickling code)."""
     if (directory / "model.safetensors").is_file():
-        return load_file(str(directory / "model.safetensors"))
+        return read_safetensors(directory / "model.safetensors")
     if (directory / "pytorch_model.bin").is_file():
-        return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        return read_torch_weights(directory / "pytorch_model.bin")
     raise CheckpointError(
         f"{directory}: missing weights: expected model.safetensors or pytorch_model.bin"
     )

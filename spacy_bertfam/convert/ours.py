@@ -8,9 +8,9 @@ A directory:
 """
 import json
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Union
 
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from ..models.bert import BertConfig
 from ..models.elmo import ElmoConfig
@@ -18,10 +18,11 @@ from ..models.gpt import GptConfig
 from ..tokenization import PieceTokenizer
 from .checkpoint import Checkpoint
 from .errors import CheckpointError
-from .files import read_json
+from .files import read_json, read_safetensors
 
 FORMAT_VERSION = 1
 CONFIG_CLASSES: Dict[str, Any] = {"bert": BertConfig, "gpt": GptConfig, "elmo": ElmoConfig}
+PIECE_FAMILIES = ("bert", "gpt")  # families with a piece vocabulary (ELMo reads characters)
 
 
 def save_checkpoint(directory: Union[str, Path], checkpoint: Checkpoint) -> Path:
@@ -64,9 +65,8 @@ def read(directory: Path) -> Checkpoint:
     weights = directory / "model.safetensors"
     if not weights.is_file():
         raise CheckpointError(f"{directory}: missing weights file model.safetensors")
-    tokenizer_file = directory / "tokenizer.json"
-    tokenizer = PieceTokenizer.from_file(str(tokenizer_file)) if tokenizer_file.is_file() else None
-    return Checkpoint(family, config, load_file(str(weights)), tokenizer, str(directory))
+    tokenizer = _read_tokenizer(directory / "tokenizer.json", family)
+    return Checkpoint(family, config, read_safetensors(weights), tokenizer, str(directory))
 
 
 def _build_config(cls: Any, data: Dict[str, Any], source: Path) -> Any:
@@ -76,3 +76,15 @@ def _build_config(cls: Any, data: Dict[str, Any], source: Path) -> Any:
         raise CheckpointError(f"{source}: bad model configuration: {e}") from None
 
 
+
+
+def _read_tokenizer(path: Path, family: str) -> Optional[PieceTokenizer]:
+    """The checkpoint's tokenizer; piece families (BERT, GPT) must have one."""
+    if family in PIECE_FAMILIES and not path.is_file():
+        raise CheckpointError(f"{path.parent}: missing tokenizer file tokenizer.json (a {family} checkpoint needs one)")
+    if not path.is_file():
+        return None
+    try:
+        return PieceTokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises its own untyped errors
+        raise CheckpointError(f"{path} is not a readable tokenizer file: {e}") from None

@@ -30,13 +30,18 @@ from ..tokenization import PieceTokenizer
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
 
-# What a user with an uninitialised encoder should add, per family.
+# Per family: a loader block that works, how to make a checkpoint for it, and the
+# override by which the shipped configs point at one.
 _LOADER_HINTS = {
     "bert": '@misc = "spacy-bertfam.PretrainedLoader.v1"\nname = "all-MiniLM-L6-v2"',
-    "gpt": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/gpt_pretrain/final"\n'
-           "(made by: python -m spacy bertfam-pretrain configs/pretrain_gpt.cfg training/gpt_pretrain)",
-    "elmo": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/elmo_pretrain/final"\n'
-            "(made by: python -m spacy bertfam-pretrain configs/pretrain_elmo.cfg training/elmo_pretrain)",
+    "gpt": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/gpt_pretrain/final"',
+    "elmo": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/elmo_pretrain/final"',
+}
+_MAKE_CHECKPOINT = {
+    "bert": ("python -m spacy_bertfam download all-MiniLM-L6-v2 (then spacy-bertfam.PretrainedLoader.v1), or "
+             "python -m spacy bertfam-pretrain configs/pretrain_bert.cfg training/bert_pretrain", "encoder_checkpoint"),
+    "gpt": ("python -m spacy bertfam-pretrain configs/pretrain_gpt.cfg training/gpt_pretrain", "gpt_checkpoint"),
+    "elmo": ("python -m spacy bertfam-pretrain configs/pretrain_elmo.cfg training/elmo_pretrain", "elmo_checkpoint"),
 }
 
 
@@ -146,8 +151,15 @@ class EncoderContract:
             raise ValueError(
                 f"The {self.family} encoder was never initialised: there are no weights to initialise "
                 f"from. Set an encoder loader, e.g.\n[initialize.components.<name>.encoder_loader]\n"
-                f"{_LOADER_HINTS.get(self.family, '')}\n(or spacy-bertfam.RandomInit.v1 for random weights)"
+                f"{_LOADER_HINTS.get(self.family, '')}\n(or spacy-bertfam.RandomInit.v1 for random weights). "
+                + self.checkpoint_hint()
             )
+
+    def checkpoint_hint(self) -> str:
+        """How to make a checkpoint for this family, and how to point a shipped config at one."""
+        command, var = _MAKE_CHECKPOINT.get(self.family, ("", ""))
+        return (f"To make one for {self.family}:\n    {command}\nor point the config at an existing one "
+                f"(the shipped configs: --paths.{var} PATH)")
 
     def to_dict(self) -> Dict:
         data = {k: v for k, v in self.__dict__.items() if k != "tokenizer"}

@@ -101,6 +101,7 @@ class BertPretraining(Objective):
 
     family = "bert"
     unit = "pieces"
+    state_types = (Instance, Sentence)  # instances waiting in the stream
 
     init: Optional[Path]
     vocab: Optional[Path]

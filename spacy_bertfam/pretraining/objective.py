@@ -9,7 +9,7 @@ batch first, so the gradient is the same however the batch is split.
 import logging
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -31,6 +31,8 @@ class Objective:
     family: str = ""
     unit: str = "pieces"  # what the speed figure counts
     heldout_examples: int = 512  # examples in the fixed held-out set
+    # Classes the data stream's state holds, allowed when `training_state.pt` is read.
+    state_types: ClassVar[Tuple[type, ...]] = ()
 
     init: Optional[Path] = None  # a checkpoint to continue from; None starts a new model
     tokenizer: Optional[PieceTokenizer] = None

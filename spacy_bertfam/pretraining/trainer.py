@@ -14,12 +14,14 @@ gradient one process would on the whole batch. Only rank 0 evaluates and writes.
 import json
 import logging
 import os
+import pickle
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -172,7 +174,7 @@ def pretrain(
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: warmup_linear(s, settings.warmup_steps, settings.max_steps))
     stream = ExampleStream(train, objective.maker(), settings.shuffle_buffer, settings.seed)
-    state = torch.load(last / STATE_FILE, weights_only=False)
+    state = load_training_state(last / STATE_FILE, objective)
     step = state["step"]
     if step > 0:
         optimizer.load_state_dict(state["optimizer"])
@@ -236,6 +238,23 @@ def pretrain(
     procs.barrier()
     procs.close()
     return records
+
+
+def load_training_state(path: Path, objective: Objective) -> Dict[str, Any]:
+    """Read `training_state.pt` without unpickling arbitrary code (torch's weights-only
+    loader), allowing only NumPy arrays and the objective's own example types."""
+    numpy_types = [np.ndarray, np.dtype, _np_reconstruct(),
+                   *(getattr(np.dtypes, name) for name in dir(np.dtypes) if name.endswith("DType"))]
+    try:
+        with torch.serialization.safe_globals([*numpy_types, *objective.state_types]):
+            return torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise ValueError(f"{path} holds something other than a training state; refusing to unpickle it: {e}") from None
+
+
+def _np_reconstruct():
+    core = getattr(np, "_core", None) or np.core  # NumPy 2 renamed the module
+    return core.multiarray._reconstruct
 
 
 def rng_state(device: torch.device) -> Dict[str, Any]:
