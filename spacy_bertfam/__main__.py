@@ -9,6 +9,7 @@ from typing import List, Optional
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """The `python -m spacy_bertfam` command line (argv: None reads sys.argv); returns the exit status."""
     from .pretrained import PACKAGED
 
     parser = argparse.ArgumentParser(prog="python -m spacy_bertfam")

@@ -18,6 +18,8 @@ BANK = ["She sat on the bank of the river.", "He deposited cash at the bank.",
 
 
 def build_pipeline() -> spacy.language.Language:
+    """A blank English pipeline whose `bert_encoder` holds the packaged all-MiniLM-L6-v2 weights
+    (they must be installed)."""
     nlp = spacy.blank("en")
     encoder = nlp.add_pipe("bert_encoder")
     encoder.initialize(lambda: [], nlp=nlp, encoder_loader=pretrained_loader("all-MiniLM-L6-v2"))

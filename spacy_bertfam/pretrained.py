@@ -16,6 +16,8 @@ from typing import Any, Dict, NamedTuple
 
 
 class PackagedModel(NamedTuple):
+    """A pretrained model shipped as a PyPI data package: where to find it and its encoder sizes."""
+
     distribution: str  # PyPI name, pinned below
     version: str
     module: str  # import name; the model lies in <module>/<subdir>

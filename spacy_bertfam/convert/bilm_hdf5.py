@@ -22,6 +22,8 @@ from .errors import CheckpointError
 
 
 def detect(directory: Path) -> bool:
+    """Whether `directory` is a bilm-tf ELMo directory: options.json and an HDF5 weight file
+    (lm_embeddings*/elmo_token* dumps do not count)."""
     return (directory / "options.json").is_file() and bool(_weight_files(directory))
 
 
@@ -30,6 +32,8 @@ def _weight_files(directory: Path) -> List[Path]:
 
 
 def convert_options(options: Dict) -> ElmoConfig:
+    """bilm-tf's options.json -> our ElmoConfig, n_words 0 (`read` sets it when the HDF5 file has
+    a softmax); a CheckpointError names a missing or malformed field."""
     try:
         lstm, cnn = options["lstm"], options["char_cnn"]
         return ElmoConfig(

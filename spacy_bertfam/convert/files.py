@@ -13,6 +13,7 @@ from .errors import CheckpointError
 
 
 def read_json(path: Path) -> Dict[str, Any]:
+    """A JSON file's content; invalid JSON raises a CheckpointError naming the file."""
     try:
         return json.loads(path.read_text(encoding="utf8"))
     except json.JSONDecodeError as e:

@@ -50,6 +50,7 @@ _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "g
 
 
 def detect(directory: Path) -> bool:
+    """Whether `directory` is a Hugging Face BERT checkpoint (config.json with model_type 'bert')."""
     config = directory / "config.json"
     return config.is_file() and read_json(config).get("model_type") == "bert"
 

@@ -61,11 +61,15 @@ _GPT1_ACTIVATIONS = {"gelu": "gelu_tanh", "relu": "relu", "silu": "silu", "swish
 
 
 def detect(directory: Path) -> bool:
+    """Whether `directory` is a Hugging Face GPT-2 or GPT-1 checkpoint (config.json with model_type
+    'gpt2' or 'openai-gpt')."""
     config = directory / "config.json"
     return config.is_file() and read_json(config).get("model_type") in ("gpt2", "openai-gpt")
 
 
 def convert_config(hf: Dict) -> GptConfig:
+    """Translate a Hugging Face GPT-2 or GPT-1 config dict into our GptConfig (GPT-1: post-norm blocks,
+    its `afn` activation names)."""
     gpt1 = hf.get("model_type") == "openai-gpt"
     acts = _GPT1_ACTIVATIONS if gpt1 else _GPT2_ACTIVATIONS
     act = hf.get("afn" if gpt1 else "activation_function", "gelu" if gpt1 else "gelu_new")

@@ -16,6 +16,9 @@ from .errors import CheckpointError
 
 
 class KeyRow(NamedTuple):
+    """One key-map entry: the checkpoint tensor `theirs` becomes our parameter `ours` (see the module
+    docstring for `{i}`, `transpose` and `part`)."""
+
     ours: str
     theirs: str
     transpose: bool = False

@@ -101,6 +101,8 @@ def _answer_span(doc: Doc, offset: int, answer: dict, qid: str, report: SquadRep
 
 def write_squad(path: Union[str, Path], output: Union[str, Path], nlp: Language,
                 articles: Optional[Tuple[int, int]] = None) -> SquadReport:
+    """Convert a SQuAD JSON file into a .spacy file of QA Docs (see `read_squad`); returns what the
+    conversion did."""
     docs, report = read_squad(path, nlp, articles=articles)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     DocBin(docs=docs, attrs=["ORTH"]).to_disk(output)

@@ -60,6 +60,7 @@ class DocEncoding:
 
     @property
     def n_pieces(self) -> int:
+        """Pieces in the Doc (0 when no layer is stored)."""
         return 0 if not self.layers else int(next(iter(self.layers.values())).shape[0])
 
 
@@ -143,6 +144,7 @@ class EncoderContract:
 
     @property
     def is_initialised(self) -> bool:
+        """Whether a loader has set the weights (`source` is set)."""
         return bool(self.source)
 
     def check_initialised(self) -> None:
@@ -162,12 +164,15 @@ class EncoderContract:
                 f"(the shipped configs: --paths.{var} PATH)")
 
     def to_dict(self) -> Dict:
+        """A msgpack-able dict, the tokenizer as its tokenizer.json string: how the contract is saved
+        with its Model."""
         data = {k: v for k, v in self.__dict__.items() if k != "tokenizer"}
         data["tokenizer"] = None if self.tokenizer is None else self.tokenizer.to_json()
         return data
 
     @classmethod
     def from_dict(cls, data: Dict) -> "EncoderContract":
+        """The contract that `to_dict` wrote."""
         data = dict(data)
         tok = data.pop("tokenizer", None)
         return cls(**data, tokenizer=None if tok is None else PieceTokenizer.from_json(tok))

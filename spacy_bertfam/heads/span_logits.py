@@ -13,6 +13,12 @@ from thinc.types import Floats2d
 
 
 def build_span_logits(nI: Optional[int] = None) -> Model[List[Floats2d], List[Floats2d]]:
+    """Per doc, (n_tokens, nI) token vectors -> (1 + n_tokens, 2) start/end scores.
+
+    Row 0 ("no answer") is an affine map of the doc's mean token vector (W_null, b_null); rows
+    1..n an affine map of each token (W, b). Weights start as normal(0, 0.02), biases at 0.
+    nI (Optional[int]): input width; None infers it from the data at initialisation.
+    """
     return Model("span_logits", _forward, init=_init, dims={"nI": nI},
                  params={"W": None, "b": None, "W_null": None, "b_null": None})
 

@@ -20,4 +20,5 @@ class EncoderOutput:
 
     @property
     def last_hidden(self) -> torch.Tensor:
+        """The top layer's output, (B, T, width)."""
         return self.layers[-1]

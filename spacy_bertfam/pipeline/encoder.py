@@ -109,19 +109,24 @@ class EncoderComponent(TrainablePipe):
     # -- listeners (spaCy's ListenedToComponent protocol) --------------------------
     @property
     def listeners(self) -> List[EncoderListener]:
+        """Every linked listener, component by component; the last one triggers the encoder's backprop."""
         return [m for c in self.listening_components for m in self.listener_map[c]]
 
     @property
     def listening_components(self) -> List[str]:
+        """Names of the components whose listeners are linked."""
         return list(self.listener_map.keys())
 
     def add_listener(self, listener: EncoderListener, component_name: str) -> None:
+        """Link `listener` (in `component_name`): its layers, pooling and width are resolved against
+        the contract."""
         listener.link(self.name, self.contract, where=f"the listener of '{component_name}' on '{self.name}'")
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
 
     def remove_listener(self, listener: EncoderListener, component_name: str) -> bool:
+        """Unlink `listener` from `component_name`; whether it was linked."""
         if listener in self.listener_map.get(component_name, []):
             self.listener_map[component_name].remove(listener)
             if not self.listener_map[component_name]:
@@ -154,10 +159,13 @@ class EncoderComponent(TrainablePipe):
 
     # -- prediction ---------------------------------------------------------------
     def predict(self, docs: Iterable[Doc]) -> EncodedBatch:
+        """Encode `docs`, computing only the layers in use."""
         self._sync()
         return self.model.predict(list(docs))
 
     def set_annotations(self, docs: Iterable[Doc], encodings: EncodedBatch) -> None:
+        """Store each DocEncoding in doc._.bertfam[name]; set doc.tensor (and the vector hooks) if
+        configured."""
         for doc, enc in zip(docs, encodings):
             store = doc._.get(DOC_EXTENSION)
             if store is None:

@@ -62,6 +62,7 @@ class GptLmComponent(EncoderComponent):
 
     @property
     def tokenizer(self) -> PieceTokenizer:
+        """The decoder's piece tokenizer (from its contract)."""
         return self.contract.tokenizer
 
     def _bos_id(self) -> int:
@@ -71,6 +72,7 @@ class GptLmComponent(EncoderComponent):
         return special[0]
 
     def set_annotations(self, docs: Sequence[Doc], encodings: EncodedBatch) -> None:
+        """The shared annotations, plus the LM scores when `lm_scores` is set."""
         super().set_annotations(docs, encodings)
         if self.cfg["lm_scores"]:
             self.set_lm_scores(docs)

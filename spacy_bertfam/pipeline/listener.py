@@ -42,11 +42,14 @@ class EncoderListener(Model):
         self._initializing = False
 
     def initialize(self, X=None, Y=None) -> "EncoderListener":
+        """Initialise the pooler; until the listener is linked again, Docs without encoder outputs get
+        zero placeholders (spaCy initialises listening components on Docs the encoder never saw)."""
         self._initializing = True
         return super().initialize(X, Y)
 
     @property
     def pooler(self) -> Model:
+        """The layer that pools and mixes DocEncodings into token vectors."""
         return self.layers[0]
 
     def link(self, upstream: str, contract: EncoderContract, *, where: str) -> None:
@@ -69,11 +72,14 @@ class EncoderListener(Model):
         return sum(int(doc.to_array(ORTH).sum()) for doc in inputs)
 
     def receive(self, batch_id: int, outputs: List[DocEncoding], backprop: Callable) -> None:
+        """Take the encoder's outputs for a training batch and the callback that hands this listener's
+        gradient back to it (called by `EncoderComponent.update`)."""
         self._batch_id = batch_id
         self._outputs = outputs
         self._backprop = backprop
 
     def verify_inputs(self, inputs: List[Doc]) -> None:
+        """A ValueError unless `inputs` are the Docs of the batch last received from the encoder."""
         if self._batch_id is None and self._outputs is None:
             raise ValueError(
                 "The encoder listener received no outputs: the encoder must run before "

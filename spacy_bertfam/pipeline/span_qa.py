@@ -52,10 +52,23 @@ DEFAULT_MODEL = {
 )
 def make_span_qa(nlp: Language, name: str, model: Model, spans_key: str, max_answer_tokens: int,
                  scorer: Optional[Callable]) -> "SpanQA":
+    """The `span_qa` factory; its settings are `SpanQA`'s."""
     return SpanQA(nlp.vocab, model, name, spans_key=spans_key, max_answer_tokens=max_answer_tokens, scorer=scorer)
 
 
 class SpanQA(TrainablePipe):
+    """Extractive QA: writes each QA Doc's best context span, or no answer, to doc.spans[spans_key].
+
+    vocab (Vocab): the pipeline's vocab.
+    model (Model[List[Doc], List[Floats2d]]): per doc, (1 + n_tokens, 2) start/end scores, row 0
+        "no answer" (`spacy-bertfam.SpanQA.v1`).
+    name (str): the component name.
+    spans_key (str): where the answer is written and the gold answer read; the group's
+        attrs["score"] holds the answer's probability (None for no answer).
+    max_answer_tokens (int): the longest answer considered, in tokens (>= 1).
+    scorer (Optional[Callable]): scores the answers (`spacy-bertfam.span_qa_scorer.v1`).
+    """
+
     def __init__(self, vocab: Vocab, model: Model, name: str = "span_qa", *, spans_key: str = ANSWER_KEY,
                  max_answer_tokens: int = 30, scorer: Optional[Callable] = None):
         if max_answer_tokens < 1:
@@ -67,6 +80,8 @@ class SpanQA(TrainablePipe):
         self.scorer = scorer
 
     def predict(self, docs: Iterable[Doc]) -> List[Answer]:
+        """Per doc, the best context span (start, end, P(start) * P(end)) of at most max_answer_tokens
+        tokens, or None where "no answer" scores at least as high."""
         docs = list(docs)
         scores = self.model.predict(docs)
         return [self._best(doc, self.model.ops.to_numpy(s)) for doc, s in zip(docs, scores)]
@@ -85,6 +100,8 @@ class SpanQA(TrainablePipe):
         return int(starts[s]), int(starts[s] + length + 1), float(np.exp(total.max()))
 
     def set_annotations(self, docs: Iterable[Doc], answers: List[Answer]) -> None:
+        """Write each answer to doc.spans[spans_key] (empty for none) and its probability to the
+        group's attrs["score"]."""
         key = self.cfg["spans_key"]
         for doc, answer in zip(docs, answers):
             doc.spans[key] = [] if answer is None else [doc[answer[0] : answer[1]]]
@@ -120,6 +137,7 @@ class SpanQA(TrainablePipe):
         return [spans[0].start + 1, spans[0].end]
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
+        """Initialise the model on up to 10 examples' predicted Docs (the head infers its input width)."""
         validate_get_examples(get_examples, "SpanQA.initialize")
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)
@@ -136,6 +154,12 @@ def _log_probs(scores: np.ndarray, n_question: int) -> np.ndarray:
 
 @registry.scorers("spacy-bertfam.span_qa_scorer.v1")
 def make_span_qa_scorer(spans_key: str = ANSWER_KEY) -> Callable:
+    """`spacy-bertfam.span_qa_scorer.v1`: SQuAD exact match and token F1 (qa_exact, qa_f1), see
+    `score_answers`.
+
+    spans_key (str): the doc.spans key of the predicted answer; gold answers are read from the
+        reference's doc.spans["answers"], else ["answer"].
+    """
     def score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
         return score_answers(examples, spans_key=spans_key)
 

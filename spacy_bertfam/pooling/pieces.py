@@ -8,6 +8,7 @@ POOLINGS = ("mean", "first", "last")
 
 
 def check_pooling(pooling: str) -> str:
+    """`pooling` if it is one of POOLINGS; a ValueError otherwise."""
     if pooling not in POOLINGS:
         raise ValueError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}")
     return pooling

@@ -58,6 +58,8 @@ class InstanceMaker(ExampleMaker):
         self.waiting: List[Tuple[DocKey, List[Sentence]]] = []
 
     def make(self, key: DocKey, text: str) -> List[Instance]:
+        """This document's NSP instances, NotNext segments drawn from the pool; the very first document
+        waits for a second one."""
         doc = self.split(text)
         if not doc:
             return []
@@ -78,9 +80,11 @@ class InstanceMaker(ExampleMaker):
         return document_instances(doc, others, rng, **self.settings)
 
     def state_dict(self) -> Dict[str, Any]:
+        """Pending instances, the document pool and the waiting document, for resuming."""
         return {**super().state_dict(), "pool": list(self.pool), "waiting": list(self.waiting)}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
         super().load_state_dict(state)
         self.pool = deque(state["pool"], maxlen=self.pool.maxlen)
         self.waiting = list(state["waiting"])
@@ -119,6 +123,7 @@ class BertPretraining(Objective):
 
     # -- model -------------------------------------------------------------
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        """A new BertForPretraining of `config`'s sizes; WordPiece vocabulary from `vocab` or trained on the corpus."""
         if self.vocab is not None:
             tokenizer = load_tokenizer(self.vocab, lowercase=self.lowercase)
         else:
@@ -131,6 +136,7 @@ class BertPretraining(Objective):
         return BertForPretraining(config)
 
     def from_checkpoint(self, checkpoint: Checkpoint) -> BertForPretraining:
+        """BertForPretraining with the checkpoint's sizes, vocabulary and weights; missing MLM/NSP heads start fresh."""
         if checkpoint.tokenizer is None:
             raise ValueError(f"{checkpoint.source} has no tokenizer")
         self._use(checkpoint.tokenizer)
@@ -149,11 +155,13 @@ class BertPretraining(Objective):
 
     # -- data --------------------------------------------------------------
     def maker(self) -> InstanceMaker:
+        """An InstanceMaker: documents -> sentences (spaCy's sentencizer) -> NSP instances."""
         return InstanceMaker(SentenceSplitter(self.tokenizer), seed=self.seed, pool_size=self.pool_size,
                              max_length=self.max_length, short_seq_prob=self.short_seq_prob,
                              cls_id=self.ids["[CLS]"], sep_id=self.ids["[SEP]"])
 
     def collate(self, examples: List[Numbered]) -> Batch:
+        """Padded instances, masked with seeds from their numbers; MLM labels (-100: unselected), NSP labels (1: NotNext)."""
         B, T = len(examples), max(len(e) for _, e in examples)
         ids = np.full((B, T), self.ids["[PAD]"], dtype=np.int64)
         labels = np.full((B, T), -100, dtype=np.int64)
@@ -175,6 +183,7 @@ class BertPretraining(Objective):
 
     # -- loss --------------------------------------------------------------
     def loss(self, model: nn.Module, batch: Batch, totals: Dict[str, float]) -> Tuple[torch.Tensor, Dict[str, float]]:
+        """MLM cross-entropy / global masked positions + NSP cross-entropy / global sequences."""
         out = model(batch["ids"], batch["mask"], batch["types"])
         selected = batch["labels"] >= 0
         # The MLM head runs on the selected positions only, as the reference does.
@@ -192,6 +201,7 @@ class BertPretraining(Objective):
         return loss, stats
 
     def report(self, stats: Dict[str, float], totals: Dict[str, float]) -> Dict[str, float]:
+        """loss, mlm_loss, mlm_ppl, mlm_acc (per masked position) and nsp_loss, nsp_acc (per sequence)."""
         masked, sequences = max(totals["masked"], 1.0), totals["sequences"]
         mlm = stats["mlm_loss"] / masked
         return {"loss": mlm + stats["nsp_loss"] / sequences, "mlm_loss": mlm,

@@ -37,6 +37,8 @@ class BlockMaker(ExampleMaker):
         self.carry = np.zeros(0, dtype=np.int64)
 
     def make(self, key: DocKey, text: str) -> List[np.ndarray]:
+        """Append this document's pieces and the separator to the stream; the full blocks of `length`
+        pieces (the tail waits for the next document)."""
         # Long documents are encoded in chunks cut at line breaks (the tokenizer is
         # fast on many medium strings, slow on one huge one).
         pieces = [ids for ids, _ in self.tokenizer.encode_plain(_chunks(text, self.chunk_chars))]
@@ -46,9 +48,11 @@ class BlockMaker(ExampleMaker):
         return list(stream[: n * self.length].reshape(n, self.length))
 
     def state_dict(self) -> Dict[str, Any]:
+        """Pending blocks and the unfinished tail of the piece stream, for resuming."""
         return {**super().state_dict(), "carry": self.carry}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
         super().load_state_dict(state)
         self.carry = state["carry"]
 
@@ -80,6 +84,7 @@ class GptPretraining(Objective):
     heldout_examples: int
 
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        """A new GptDecoder of `config`'s sizes; GPT-2's vocabulary from `gpt2_vocab`, or a byte-level BPE trained on the corpus."""
         if self.gpt2_vocab is not None:
             tokenizer = byte_bpe_from_files(self.gpt2_vocab / "encoder.json", self.gpt2_vocab / "vocab.bpe")
         else:
@@ -94,6 +99,7 @@ class GptPretraining(Objective):
                        attention_dropout=self.dropout)
 
     def from_checkpoint(self, checkpoint: Checkpoint) -> GptDecoder:
+        """GptDecoder with the checkpoint's sizes, vocabulary and weights, and this objective's dropout."""
         if checkpoint.tokenizer is None:
             raise ValueError(f"{checkpoint.source} has no tokenizer")
         if checkpoint.config.n_positions < self.block_size:
@@ -104,18 +110,22 @@ class GptPretraining(Objective):
         return model
 
     def maker(self) -> BlockMaker:
+        """A BlockMaker of block_size + 1 pieces per block (inputs and shifted targets)."""
         return BlockMaker(self.tokenizer, self.block_size + 1, self.tokenizer.piece_id(END_OF_TEXT))
 
     def collate(self, examples: List[Numbered]) -> Batch:
+        """The blocks stacked; counts predicted pieces (block_size per block) and sequences."""
         blocks = torch.from_numpy(np.stack([block for _, block in examples]))
         return {"blocks": blocks, "counts": {"pieces": float(blocks[:, 1:].numel()), "sequences": float(len(blocks))}}
 
     def loss(self, model: nn.Module, batch: Batch, totals: Dict[str, float]) -> Tuple[torch.Tensor, Dict[str, float]]:
+        """Next-piece cross-entropy summed over the micro-batch / global predicted pieces."""
         blocks = batch["blocks"]
         logits = model.logits(model(blocks[:, :-1]).layers[-1])
         nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), blocks[:, 1:].reshape(-1), reduction="sum")
         return nll / totals["pieces"], {"nll": float(nll.detach())}
 
     def report(self, stats: Dict[str, float], totals: Dict[str, float]) -> Dict[str, float]:
+        """loss (mean NLL per piece) and ppl."""
         loss = stats["nll"] / totals["pieces"]
         return {"loss": loss, "ppl": float(np.exp(min(loss, 50.0)))}

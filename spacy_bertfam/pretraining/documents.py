@@ -80,9 +80,11 @@ class DocumentReader:
         self._heading = re.compile(self.heading)
 
     def state_dict(self) -> Dict[str, int]:
+        """The reader's position (epoch, file, byte offset, document index), for resuming."""
         return dict(self.state)
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
+        """Go on from a position that `state_dict` returned."""
         self.state = dict(state)
 
     def documents(self, repeat: bool) -> Iterator[Tuple[DocKey, str]]:

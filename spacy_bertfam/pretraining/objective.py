@@ -26,7 +26,16 @@ HELDOUT_NUMBERS = 10**15  # held-out examples are numbered (e.g. masked) apart f
 
 
 class Objective:
-    """Base class: one per family (BERT MLM+NSP, GPT causal LM, ELMo biLM)."""
+    """Base class: one per family (BERT MLM+NSP, GPT causal LM, ELMo biLM).
+
+    A family implements `new_model`, `from_checkpoint`, `maker`, `collate`, `loss` and
+    `report` (and `length` where an example's size is not its len()). The loop calls
+    `initial_model` (fresh runs only), then `load` in every process: the model they
+    return comes with the vocabulary that `maker`, `collate` and `save` use, so those
+    run after one of them. `maker` turns documents into examples, `collate` numbered
+    examples into a batch with counts, `loss` runs on each micro-batch with the counts
+    summed over the global batch, and `report` turns summed stats into logged figures.
+    """
 
     family: str = ""
     unit: str = "pieces"  # what the speed figure counts
@@ -50,6 +59,8 @@ class Objective:
         return self.from_checkpoint(checkpoint)
 
     def new_model(self, train_documents: Iterator[Tuple[DocKey, str]]) -> nn.Module:
+        """A new model with its pretraining heads; builds its vocabulary (read, or trained on
+        `train_documents`) and keeps it for `save`, `maker` and `collate`."""
         raise NotImplementedError
 
     def from_checkpoint(self, checkpoint: Checkpoint) -> nn.Module:
@@ -66,12 +77,17 @@ class Objective:
         return self.from_checkpoint(read_checkpoint(directory))
 
     def maker(self) -> ExampleMaker:
+        """A fresh ExampleMaker that turns (key, text) documents into this family's examples."""
         raise NotImplementedError
 
     def length(self, example: Any) -> int:
+        """An example's size in the units that [training] batch_pieces counts (default: its len())."""
         return len(example)
 
     def collate(self, examples: List[Numbered]) -> Batch:
+        """A batch of tensors from numbered examples, with `counts` that `loss` divides by once the loop
+        has summed them over the global batch; per-example randomness (e.g. masking) comes from the
+        example numbers, so every process agrees."""
         raise NotImplementedError
 
     def loss(self, model: nn.Module, batch: Batch, totals: Dict[str, float]) -> Tuple[torch.Tensor, Dict[str, float]]:

@@ -30,6 +30,7 @@ class TextCorpus:
     extra_heldout: Dict[str, List[Path]]
 
     def reader(self, part: str) -> DocumentReader:
+        """A DocumentReader of this corpus for `part` ("train", "heldout" or "all")."""
         return DocumentReader(self.files, split=self.split, heading=self.heading, part=part,
                               heldout_every=self.heldout_every)
 

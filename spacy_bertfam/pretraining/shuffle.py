@@ -38,8 +38,10 @@ class ShuffleBuffer(Generic[T]):
         return self.items.pop()
 
     def state_dict(self) -> Dict[str, Any]:
+        """The buffered items and the RNG state, for resuming."""
         return {"items": list(self.items), "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
         self.items = list(state["items"])
         self.rng.bit_generator.state = state["rng"]

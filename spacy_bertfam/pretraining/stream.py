@@ -28,9 +28,11 @@ class ExampleMaker(Generic[E]):
         self.pending: Deque[E] = deque()
 
     def make(self, key: DocKey, text: str) -> List[E]:
+        """This document's examples (maybe none; a maker may keep text back for the next document)."""
         raise NotImplementedError
 
     def examples(self, documents: Iterator[Tuple[DocKey, str]]) -> Iterator[E]:
+        """The examples of `documents`, pending ones first; ends with the documents."""
         while True:
             while self.pending:
                 yield self.pending.popleft()
@@ -41,9 +43,11 @@ class ExampleMaker(Generic[E]):
             self.pending.extend(self.make(key, text))
 
     def state_dict(self) -> Dict[str, Any]:
+        """The examples made but not yet taken, for resuming; subclasses add what they carry."""
         return {"pending": list(self.pending)}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore what `state_dict` returned."""
         self.pending = deque(state["pending"])
 
 
@@ -83,10 +87,13 @@ class ExampleStream:
         return out
 
     def state_dict(self) -> Dict[str, Any]:
+        """The whole data path's position (reader, maker, shuffle buffer, example count, the example
+        peeked at), for resuming."""
         return {"reader": self.reader.state_dict(), "maker": self.maker.state_dict(),
                 "buffer": self.buffer.state_dict(), "count": self.count, "peeked": self._peeked}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore a `state_dict`: the next batch is the one the saved run would have drawn."""
         self.reader.load_state_dict(state["reader"])
         self.maker.load_state_dict(state["maker"])
         self.buffer.load_state_dict(state["buffer"])

@@ -84,18 +84,22 @@ class Processes:
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
 
     def close(self) -> None:
+        """End the process group if this object started it."""
         if self.started:
             dist.destroy_process_group()
 
     @property
     def main(self) -> bool:
+        """Whether this is rank 0, the process that evaluates and writes."""
         return self.rank == 0
 
     def barrier(self) -> None:
+        """Wait for every process (nothing to wait for alone)."""
         if self.world > 1:
             dist.barrier()
 
     def sum(self, values: Dict[str, float]) -> Dict[str, float]:
+        """Each value summed over all processes (the same keys everywhere)."""
         if self.world == 1:
             return values
         keys = sorted(values)
@@ -104,6 +108,7 @@ class Processes:
         return dict(zip(keys, tensor.tolist()))
 
     def sum_gradients(self, model: nn.Module) -> None:
+        """Sum the parameters' gradients over all processes, in one flat all-reduce."""
         if self.world == 1:
             return
         grads = [p.grad for p in model.parameters() if p.grad is not None]
@@ -115,6 +120,7 @@ class Processes:
             offset += g.numel()
 
     def gather(self, obj: Any) -> List[Any]:
+        """`obj` from every process, by rank."""
         if self.world == 1:
             return [obj]
         out: List[Any] = [None] * self.world
@@ -133,6 +139,8 @@ def adamw(model: nn.Module, s: TrainingSettings) -> torch.optim.Optimizer:
 
 
 def warmup_linear(step: int, warmup: int, total: int) -> float:
+    """The learning-rate factor at `step`: linear warm-up over `warmup` steps, then linear decay to 0
+    at `total`."""
     if step < warmup:
         return (step + 1) / warmup
     return max(0.0, (total - step) / max(1, total - warmup))
@@ -263,6 +271,8 @@ def rng_state(device: torch.device) -> Dict[str, Any]:
 
 
 def restore_rng(states: List[Dict[str, Any]], rank: int, seed: int) -> None:
+    """Restore this process's torch RNG states from a checkpoint's (one per rank); a rank the
+    checkpoint lacks gets a new seed."""
     if rank >= len(states):  # resumed with more processes than before: new dropout streams
         torch.manual_seed(seed + 1 + rank)
         return
@@ -306,6 +316,7 @@ def evaluate_all(objective: Objective, model: nn.Module, sets: Dict[str, List[Ba
 
 @torch.no_grad()
 def evaluate(objective: Objective, model: nn.Module, batches: List[Batch], device: torch.device) -> Dict[str, float]:
+    """The objective's report on fixed evaluation batches (eval mode, no gradients)."""
     model.eval()
     totals = _add([b["counts"] for b in batches])
     stats = _add([objective.loss(model, _to(b, device), totals)[1] for b in batches])

@@ -31,6 +31,7 @@ class DocPieces:
 
     @property
     def n_pieces(self) -> int:
+        """Number of pieces."""
         return int(self.ids.shape[0])
 
 

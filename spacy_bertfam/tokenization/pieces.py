@@ -38,10 +38,12 @@ class PieceTokenizer:
 
     @property
     def is_loaded(self) -> bool:
+        """Whether a vocabulary is loaded."""
         return self._tok is not None
 
     @property
     def tokenizer(self) -> Tokenizer:
+        """The `tokenizers.Tokenizer`; a ValueError says how to load one if there is none."""
         if self._tok is None:
             raise ValueError(
                 "This tokenizer has no vocabulary yet: load one from a checkpoint, a "
@@ -51,20 +53,25 @@ class PieceTokenizer:
 
     @classmethod
     def from_json(cls, data: str) -> "PieceTokenizer":
+        """From a tokenizer.json string; "" gives an empty tokenizer (what `to_json` writes for one)."""
         return cls(Tokenizer.from_str(data) if data else None)
 
     def to_json(self) -> str:
+        """The tokenizer.json string ("" when empty), as saved with an encoder's contract."""
         return self._tok.to_str() if self._tok is not None else ""
 
     @classmethod
     def from_file(cls, path: str) -> "PieceTokenizer":
+        """From a tokenizer.json file (its truncation and padding turned off)."""
         return cls(Tokenizer.from_file(str(path)))
 
     def save(self, path: str) -> None:
+        """Write the tokenizer as a tokenizer.json file."""
         self.tokenizer.save(str(path))
 
     @property
     def n_pieces(self) -> int:
+        """Vocabulary size, added (special) pieces included."""
         return self.tokenizer.get_vocab_size(with_added_tokens=True)
 
     def piece_id(self, piece: str) -> int:
@@ -113,6 +120,7 @@ class PieceTokenizer:
         return out
 
     def decode(self, ids: Sequence[int]) -> str:
+        """The text of piece ids (special pieces dropped)."""
         return self.tokenizer.decode(list(ids))
 
 

@@ -20,6 +20,14 @@ BiState = Tuple[List[State], List[State]]  # per layer, forward and backward
 
 
 class ElmoBiLM(nn.Module):
+    """ELMo's biLM: character-CNN token vectors, forward and backward stacks of projected LSTMs,
+    and, for the LM loss, a softmax shared by both directions.
+
+    config (ElmoConfig): sizes; n_words = 0 builds no softmax (a feature extractor), softmax
+        "full" or "adaptive" chooses its kind.
+    The forward pass gives n_layers + 1 layer outputs, each (B, T, 2 * projection_width).
+    """
+
     def __init__(self, config: ElmoConfig):
         super().__init__()
         self.config = config
@@ -43,11 +51,13 @@ class ElmoBiLM(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def reset_parameters(self) -> None:
+        """Fresh random weights: each submodule's own `reset_parameters` (PyTorch's defaults)."""
         for module in self.modules():
             if module is not self and hasattr(module, "reset_parameters"):
                 module.reset_parameters()
 
     def initial_state(self, batch_size: int, device: torch.device) -> BiState:
+        """Zero LSTM states for both directions: per layer, h (B, projection_width) and c (B, cell_width)."""
         zeros = lambda width: torch.zeros(batch_size, width, device=device)  # noqa: E731
         fresh = [(zeros(self.config.projection_width), zeros(self.config.cell_width))
                  for _ in range(self.config.n_layers)]

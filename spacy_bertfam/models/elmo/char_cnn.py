@@ -26,6 +26,7 @@ class CharCNN(nn.Module):
         self.activation = torch.relu if config.activation == "relu" else torch.tanh
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """char_ids: (B, T, max_chars), 0 = padding -> (B, T, projection_width)."""
         B, T, C = char_ids.shape
         x = self.chars(char_ids.reshape(B * T, C)).transpose(1, 2)  # (B·T, char_width, C)
         pooled = [self.activation(conv(x).max(dim=-1).values) for conv in self.convolutions]

@@ -25,6 +25,7 @@ class ProjectedLSTMCell(nn.Module):
         self.projection_clip = projection_clip
 
     def forward(self, x: torch.Tensor, state: State) -> State:
+        """One step: x (B, input_width) and state (h (B, P), c (B, C)) -> the new (h, c)."""
         return self.step(self.input_linearity(x), state)
 
     def step(self, projected_x: torch.Tensor, state: State) -> State:
