@@ -51,10 +51,14 @@ class ElmoBiLM(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def reset_parameters(self) -> None:
-        """Fresh random weights: each submodule's own `reset_parameters` (PyTorch's defaults)."""
+        """Fresh random weights: each submodule's own `reset_parameters` (PyTorch's defaults;
+        the highway gates' carry bias). A module with its own reset resets its children."""
+        done = set()
         for module in self.modules():
-            if module is not self and hasattr(module, "reset_parameters"):
-                module.reset_parameters()
+            if module is self or id(module) in done or not hasattr(module, "reset_parameters"):
+                continue
+            module.reset_parameters()
+            done.update(id(m) for m in module.modules())
 
     def initial_state(self, batch_size: int, device: torch.device) -> BiState:
         """Zero LSTM states for both directions: per layer, h (B, projection_width) and c (B, cell_width)."""

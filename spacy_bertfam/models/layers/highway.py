@@ -17,8 +17,14 @@ class Highway(nn.Module):
         super().__init__()
         self.transforms = nn.ModuleList(nn.Linear(width, width) for _ in range(n_layers))
         self.gates = nn.ModuleList(nn.Linear(width, width) for _ in range(n_layers))
-        for gate in self.gates:
-            # Start close to carrying the input through (a negative gate bias).
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's Linear initialisation, with gates that start close to carrying the
+        input through (a negative gate bias)."""
+        for transform, gate in zip(self.transforms, self.gates):
+            transform.reset_parameters()
+            gate.reset_parameters()
             nn.init.constant_(gate.bias, -2.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
