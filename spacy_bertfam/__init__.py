@@ -1,5 +1,5 @@
 """spacy-bertfam: BERT, ELMo and GPT encoders for spaCy, implemented in PyTorch."""
-from . import architectures, loaders  # noqa: F401  (registers functions)
+from . import architectures, loaders, processes  # noqa: F401  (registers functions, fork and msgpack hooks)
 from .corpora.squad import make_qa_doc  # noqa: F401
 from .pipeline.bert_encoder import make_bert_encoder  # noqa: F401
 from .pipeline.elmo_features import make_elmo_features  # noqa: F401

@@ -1,0 +1,47 @@
+"""Making `nlp.pipe(texts, n_process=N)` work: spaCy forks worker processes on Linux.
+
+A child forked after the parent has run torch on several threads deadlocks in its first
+multi-threaded torch call (the OpenMP thread pool does not survive a fork), so every
+forked child runs torch on one thread: with N workers that is also the right share of
+the cores. The workers send Docs back as bytes, so the stored encoder outputs
+(`doc._.bertfam`) must serialise: `DocEncoding` has a msgpack encoder and decoder.
+"""
+import os
+
+import srsly
+import torch
+
+from .encoders.contract import DocEncoding
+
+_TAG = "__spacy_bertfam.DocEncoding__"
+
+
+def _one_torch_thread() -> None:
+    torch.set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_one_torch_thread)
+
+
+@srsly.msgpack_encoders("spacy_bertfam.DocEncoding")
+def encode_doc_encoding(obj, chain=None):
+    """msgpack form of a `DocEncoding` (its arrays go through srsly's NumPy encoder)."""
+    if isinstance(obj, DocEncoding):
+        return {_TAG: True, "layers": {str(k): _host(v) for k, v in obj.layers.items()},
+                "token_lengths": _host(obj.token_lengths), "token_pieces": _host(obj.token_pieces)}
+    return obj if chain is None else chain(obj)
+
+
+def _host(array):
+    """A NumPy array (CuPy arrays are copied back to the host)."""
+    return array.get() if hasattr(array, "get") else array
+
+
+@srsly.msgpack_decoders("spacy_bertfam.DocEncoding")
+def decode_doc_encoding(obj, chain=None):
+    """The inverse of `encode_doc_encoding`."""
+    if isinstance(obj, dict) and obj.get(_TAG):
+        return DocEncoding(layers={int(k): v for k, v in obj["layers"].items()},
+                           token_lengths=obj["token_lengths"], token_pieces=obj["token_pieces"])
+    return obj if chain is None else chain(obj)
