@@ -16,10 +16,10 @@ from spacy_bertfam.models.elmo import ElmoBiLM, ElmoConfig
 from spacy_bertfam.tokenization.characters import batch_char_ids
 from spacy_bertfam.types import DocEncoding
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEST_DATA
 from .pipelines import TRAIN
 
-FIXTURE = SHARED_DATA / "elmo_test_fixture"
+FIXTURE = TEST_DATA / "elmo_test_fixture"
 FIXTURE_MODEL = {"@architectures": "spacy-bertfam.ElmoBiLM.v1", "char_width": 4,
                  "filters": [[1, 4], [2, 8], [3, 16], [4, 32], [5, 64]], "n_highway": 2,
                  "cell_width": 64, "projection_width": 16}

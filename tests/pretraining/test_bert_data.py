@@ -10,9 +10,9 @@ from spacy_bertfam.pretraining.masking import MaskingScheme
 from spacy_bertfam.pretraining.nsp import Sentence
 from spacy_bertfam.tokenization import train_wordpiece
 
-from ..conftest import SHARED_DATA
+from ..conftest import ASSETS
 
-AUSTEN = SHARED_DATA / "raw_text" / "janeausten_6novels.txt"
+AUSTEN = ASSETS / "raw_text" / "janeausten_6novels.txt"
 
 
 @pytest.fixture(scope="module")
