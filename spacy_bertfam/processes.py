@@ -1,11 +1,15 @@
-"""Making `nlp.pipe(texts, n_process=N)` work: spaCy forks worker processes on Linux.
+"""Process-level behaviour: forked workers, and memory given back to the system.
 
+`nlp.pipe(texts, n_process=N)`: spaCy forks worker processes on Linux.
 A child forked after the parent has run torch on several threads deadlocks in its first
 multi-threaded torch call (the OpenMP thread pool does not survive a fork), so every
 forked child runs torch on one thread: with N workers that is also the right share of
 the cores. The workers send Docs back as bytes, so the stored encoder outputs
 (`doc._.bertfam`) must serialise: `DocEncoding` has a msgpack encoder and decoder.
 """
+import ctypes
+import ctypes.util
+import logging
 import os
 
 import srsly
@@ -14,6 +18,9 @@ import torch
 from .encoders.contract import DocEncoding
 
 _TAG = "__spacy_bertfam.DocEncoding__"
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+logger = logging.getLogger("spacy_bertfam")
+_returning = False
 
 
 def _one_torch_thread() -> None:
@@ -22,6 +29,25 @@ def _one_torch_thread() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_one_torch_thread)
+
+
+def return_freed_memory() -> None:
+    """Have glibc give blocks of 1 MiB or more back to the system when freed.
+
+    Called once the encoder meets a training batch so large that it recomputes
+    activations chunk by chunk: by default glibc raises its mmap threshold as blocks are
+    freed and then serves such blocks from a heap it rarely shrinks, so the process kept
+    growing (measured: 4.1-6.8 GB peak RSS for a 50,000-piece Doc whose live memory
+    peaks near 2.3 GB). A no-op after the first call, and where glibc is absent.
+    """
+    global _returning
+    if _returning:
+        return
+    _returning = True
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    if libc is not None and hasattr(libc, "mallopt") and libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20):
+        logger.info("Very long training batch: freed blocks of 1 MiB or more now go back to the system")
 
 
 @srsly.msgpack_encoders("spacy_bertfam.DocEncoding")

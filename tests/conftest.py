@@ -1,5 +1,4 @@
 """Shared fixtures: tiny random Hugging Face BERT checkpoints and the MiniLM weights."""
-import os
 from pathlib import Path
 
 import pytest
@@ -7,8 +6,11 @@ import torch
 
 from spacy_bertfam.pretrained import pretrained_path
 
-# The shared data folder beside the checkout (as CI lays it out), or $SPACY_BERTFAM_SHARED_DATA.
-SHARED_DATA = Path(os.environ.get("SPACY_BERTFAM_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+# Tests read data from the repository only: the project's assets/ (WNUT-17, Banking77, the
+# books) and tests/data/ (small slices and fixtures, each folder with its source and licence).
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO / "assets"
+TEST_DATA = REPO / "tests" / "data"
 
 TINY_HF_CONFIG = dict(
     vocab_size=120,

@@ -16,6 +16,7 @@ from thinc.model import deserialize_attr, serialize_attr
 from torch import nn
 
 from ..models.windowed import WindowedEncoder
+from ..processes import return_freed_memory
 from ..tokenization import PieceTokenizer
 from ..tokenization.alignment import DocPieces, align_tokens
 from ..tokenization.windows import WindowPlan, plan_windows
@@ -133,7 +134,13 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     if lm is not None:
         layer_ids = sorted(set(layer_ids) | {contract.n_layers - 1})  # the LM reads the top
     shim: EncoderShim = model.shims[0]
-    outputs, backprop_torch = shim(_torch_inputs(plan, layer_ids, shim.device, lm), is_train)
+    # A training batch of more than two encoder calls' positions (e.g. one Doc of 50,000
+    # pieces, which spaCy's word-counting batchers see as a few words) recomputes each
+    # call's activations in the backward pass, so its memory stays that of one call.
+    recompute = is_train and len(plan.chunks) > 1 and _positions(plan) > 2 * contract.batch_pieces
+    if recompute:
+        return_freed_memory()
+    outputs, backprop_torch = shim(_torch_inputs(plan, layer_ids, shim.device, lm, recompute), is_train)
     outputs = list(outputs)
     lm_loss = outputs.pop() if lm is not None else None
     alignments = [(p.token_lengths, p.token_pieces) for p in pieces]
@@ -184,9 +191,16 @@ def _lm_targets(pieces: List[DocPieces], plan: WindowPlan) -> Optional[Tuple[np.
     return np.concatenate(rows).astype(np.int64), np.concatenate(targets).astype(np.int64)
 
 
-def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device, lm=None) -> ArgsKwargs:
+def _positions(plan: WindowPlan) -> int:
+    """Padded positions over all encoder calls of the plan."""
+    return sum(len(windows) * length for windows, length in plan.chunks)
+
+
+def _torch_inputs(plan: WindowPlan, layer_ids: List[int], device, lm=None, recompute: bool = False) -> ArgsKwargs:
     to_torch = lambda a: xp2torch(a, device=device)  # noqa: E731
-    kwargs = {} if lm is None else {"lm_rows": to_torch(lm[0]), "lm_targets": to_torch(lm[1])}
+    kwargs = {"recompute": recompute}
+    if lm is not None:
+        kwargs.update(lm_rows=to_torch(lm[0]), lm_targets=to_torch(lm[1]))
     if plan.type_ids.any():
         kwargs["type_ids"] = to_torch(plan.type_ids)
     return ArgsKwargs(

@@ -8,9 +8,9 @@ from spacy.tokens import DocBin
 
 from spacy_bertfam.corpora import read_conll_ner, read_textcat_csv, split_heldout
 
-from ..conftest import SHARED_DATA
+from ..conftest import ASSETS
 
-WNUT = SHARED_DATA / "ner" / "wnut17"
+WNUT = ASSETS / "wnut17"
 
 
 def test_wnut17_sentence_and_entity_counts():
@@ -50,7 +50,7 @@ def test_bad_lines_are_named(tmp_path):
 
 def test_banking77_split():
     nlp = spacy.blank("en")
-    docs = read_textcat_csv(SHARED_DATA / "textcat" / "banking77" / "train.csv", nlp)
+    docs = read_textcat_csv(ASSETS / "banking77" / "train.csv", nlp)
     assert len(docs) == 10003 and len(docs[0].cats) == 77
     assert all(sum(d.cats.values()) == 1.0 for d in docs)
     train, dev = split_heldout(docs, 0.1, seed=0)

@@ -10,9 +10,9 @@ from spacy_bertfam.convert import CheckpointError, load_state, read_checkpoint
 from spacy_bertfam.models.elmo import ElmoBiLM
 from spacy_bertfam.tokenization.characters import batch_char_ids
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEST_DATA
 
-FIXTURE = SHARED_DATA / "elmo_test_fixture"
+FIXTURE = TEST_DATA / "elmo_test_fixture"
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def bare_outputs(nlp, pieces):
     tok = contract_of(model).tokenizer
     ids = torch.tensor([[tok.piece_id("[CLS]"), *pieces, tok.piece_id("[SEP]")]])
     with torch.no_grad():
-        return [l[0, 1:-1].numpy() for l in torch_encoder(model).eval()(ids).layers]
+        return [layer[0, 1:-1].numpy() for layer in torch_encoder(model).eval()(ids).layers]
 
 
 # An import hook that fails any import of Hugging Face transformers made from our

@@ -15,10 +15,10 @@ from spacy_bertfam.models.elmo import ElmoBiLM, ElmoConfig
 from spacy_bertfam.pooling import build_pooler, link_pooler
 from spacy_bertfam.tokenization.characters import batch_char_ids
 
-from ..conftest import SHARED_DATA
+from ..conftest import TEST_DATA
 from .pipelines import TRAIN
 
-FIXTURE = SHARED_DATA / "elmo_test_fixture"
+FIXTURE = TEST_DATA / "elmo_test_fixture"
 FIXTURE_MODEL = {"@architectures": "spacy-bertfam.ElmoBiLM.v1", "char_width": 4,
                  "filters": [[1, 4], [2, 8], [3, 16], [4, 32], [5, 64]], "n_highway": 2,
                  "cell_width": 64, "projection_width": 16}
@@ -89,7 +89,7 @@ def test_spacy_train_ner_elmo(tmp_path):
     nlp = spacy.blank("en")
     docs = [nlp.make_doc(t) for t, _ in TRAIN]
     for doc, (_, ann) in zip(docs, TRAIN):
-        doc.ents = [doc.char_span(s, e, label=l) for s, e, l in ann["entities"]]
+        doc.ents = [doc.char_span(s, e, label=label) for s, e, label in ann["entities"]]
     DocBin(docs=docs * 4).to_disk(tmp_path / "train.spacy")
     cfg = Path(__file__).parents[2] / "configs" / "ner_elmo.cfg"
     result = subprocess.run(

@@ -18,11 +18,14 @@ from spacy_bertfam.encoders import torch_encoder
 from spacy_bertfam.pipeline.span_qa import score_answers
 from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
-from ..conftest import SHARED_DATA, make_hf_gpt
+from ..conftest import TEST_DATA, make_hf_gpt
 from .pipelines import TINY_ENCODER, listener
 from .test_bert_encoder import tiny_nlp
 from .test_gpt_lm import gpt_nlp
 
+SQUAD = TEST_DATA / "squad"
+V1 = SQUAD / "squad-v1.1-dev-3-articles.json"
+V2 = SQUAD / "squad-v2.0-dev-2-articles.json"
 QUESTION = "where did the dog run ?"
 CONTEXT = "the cat sat on the mat . the dog ran to the river bank . hello world"
 
@@ -211,25 +214,28 @@ def test_scores_are_squads_exact_and_f1():
 
 
 def test_squad_conversion_counts_and_reader(tmp_path):
+    # Three articles of SQuAD v1.1 dev and two of v2.0 dev (tests/data/squad/README.md).
     nlp = spacy.blank("en")
-    v1, report = read_squad(SHARED_DATA / "qa" / "squad-v1.1-dev-train-part.json", nlp)
-    assert report.questions == len(v1) == 8271 and report.unanswerable == 0
-    v2, report2 = read_squad(SHARED_DATA / "qa" / "squad-v2.0-dev-part-a.json", nlp)
-    assert report2.questions == 7995 and 0.4 < report2.unanswerable / 7995 < 0.6
+    v1, report = read_squad(V1, nlp)
+    assert report.questions == len(v1) == 232 and report.unanswerable == 0
+    v2, report2 = read_squad(V2, nlp)
+    assert report2.questions == len(v2) == 315 and report2.unanswerable == 159
+    assert 0.4 < report2.unanswerable / report2.questions < 0.6  # about half, as in all of v2.0 dev
     for doc in v1[:200] + v2[:200]:
         question = doc.spans[FIRST_SEGMENT][0]
         for span in doc.spans["answers"]:
             assert span.start >= question.end
     # Every gold answer is the answer text, but for the few widened to whole tokens.
-    data = json.loads((SHARED_DATA / "qa" / "squad-v1.1-dev-train-part.json").read_text(encoding="utf8"))["data"]
+    data = json.loads(V1.read_text(encoding="utf8"))["data"]
     texts = [a["text"].strip() for art in data for p in art["paragraphs"] for qa in p["qas"] for a in qa["answers"]]
     spans = [s.text for d in v1 for s in d.spans["answers"]]
-    assert len(spans) == len(texts) == report.answers
-    assert sum(s != t for s, t in zip(spans, texts)) == report.widened < 0.02 * report.answers
+    assert len(spans) == len(texts) == report.answers == 694
+    assert 0 < sum(s != t for s, t in zip(spans, texts)) == report.widened < 0.02 * report.answers
     # The reader keeps the question mark-up on the predicted side.
     from spacy_bertfam.corpora.squad import write_squad
 
-    write_squad(SHARED_DATA / "qa" / "squad-v1.1-dev-train-part.json", tmp_path / "dev.spacy", nlp, articles=(0, 2))
+    write_squad(V1, tmp_path / "dev.spacy", nlp, articles=(0, 2))
     examples = list(qa_corpus(tmp_path / "dev.spacy")(nlp))
-    assert examples and all(FIRST_SEGMENT in eg.predicted.spans for eg in examples)
+    assert len(examples) == 85 + 76  # the questions of the first two articles
+    assert all(FIRST_SEGMENT in eg.predicted.spans for eg in examples)
     assert all(eg.predicted.text == eg.reference.text for eg in examples)

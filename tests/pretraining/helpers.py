@@ -4,7 +4,15 @@ from typing import Any, Dict, List, Optional
 
 from spacy_bertfam.pretraining.cli import run
 
+from ..conftest import ASSETS, TEST_DATA
+
 CONFIGS = Path(__file__).parents[2] / "configs"
+
+# Four styles of text: Austen and Moby-Dick (assets/raw_text), the first 61 chapters of the
+# KJV Bible and all of WikiText-2 valid (61 articles) (tests/data/raw_text).
+MIXED_SOURCES = [ASSETS / "raw_text" / "janeausten_6novels.txt", ASSETS / "raw_text" / "mobydick.txt",
+                 TEST_DATA / "raw_text" / "kjv_bible.genesis-exodus11.txt",
+                 TEST_DATA / "raw_text" / "wikitext2_valid.tokens.txt"]
 
 TINY_BERT = {
     "objective.n_pieces": 1000, "objective.hidden_width": 32, "objective.n_layers": 2, "objective.n_heads": 2,
@@ -21,17 +29,17 @@ def pretrain(family: str, text: Path, output: Path, overrides: Optional[Dict[str
     return run(CONFIGS / f"pretrain_{family}.cfg", Path(output), settings, **kwargs)
 
 
-def write_mixed_corpus(path: Path, raw_text: Path, per_source: int = 100) -> Path:
+def write_mixed_corpus(path: Path, per_source: int = 100) -> Path:
     """A JSONL corpus whose documents (chapters, articles) alternate between four
     sources — Austen, Moby-Dick, the KJV Bible, WikiText — so that a NotNext B
-    often differs in style from A: a signal a tiny model picks up in a few hundred steps."""
+    often differs in style from A: a signal a tiny model picks up in a few hundred steps.
+    It stops with the shortest source: WikiText-2 valid's 61 articles (61 documents of each)."""
     import json
     from itertools import islice
 
     from spacy_bertfam.pretraining.documents import DocumentReader
 
-    names = ["janeausten_6novels.txt", "mobydick.txt", "kjv_bible.txt", "wikitext2_valid.tokens.txt"]
-    sources = [list(islice(DocumentReader([raw_text / n], part="all").documents(False), per_source)) for n in names]
+    sources = [list(islice(DocumentReader([f], part="all").documents(False), per_source)) for f in MIXED_SOURCES]
     with path.open("w", encoding="utf8") as f:
         for group in zip(*sources):
             for _, text in group:

@@ -10,9 +10,9 @@ from spacy_bertfam.pretraining.masking import MaskingScheme
 from spacy_bertfam.pretraining.nsp import Sentence
 from spacy_bertfam.tokenization import train_wordpiece
 
-from ..conftest import SHARED_DATA
+from ..conftest import ASSETS
 
-AUSTEN = SHARED_DATA / "raw_text" / "janeausten_6novels.txt"
+AUSTEN = ASSETS / "raw_text" / "janeausten_6novels.txt"
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_next_sentence_pairs(austen_sentences):
     for epoch in range(3):
         queue = iter(docs)
         keyed = (((epoch, d), "") for d in range(len(docs)))
-        instances += [(epoch, inst) for inst in maker(lambda _: next(queue), max_length, seed=epoch).examples(keyed)]
+        instances += [(epoch, inst) for inst in maker(lambda _, queue=queue: next(queue), max_length, seed=epoch).examples(keyed)]
     assert len(instances) >= 40_000, len(instances)
     is_next = np.mean([inst.is_next for _, inst in instances])
     print(f"IsNext share {is_next:.4f} over {len(instances)} instances")

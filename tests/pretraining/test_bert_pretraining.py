@@ -6,18 +6,17 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from ..conftest import SHARED_DATA
 from .helpers import CONFIGS, TINY_BERT, pretrain, write_mixed_corpus
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return write_mixed_corpus(tmp_path_factory.mktemp("corpus") / "mixed.jsonl", SHARED_DATA / "raw_text")
+    return write_mixed_corpus(tmp_path_factory.mktemp("corpus") / "mixed.jsonl")
 
 
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
-    return write_mixed_corpus(tmp_path_factory.mktemp("small") / "mixed.jsonl", SHARED_DATA / "raw_text", 12)
+    return write_mixed_corpus(tmp_path_factory.mktemp("small") / "mixed.jsonl", 12)
 
 
 @pytest.fixture(scope="module")

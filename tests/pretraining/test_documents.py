@@ -6,9 +6,10 @@ import pytest
 from spacy_bertfam.pretraining.documents import DocumentReader, corpus_files
 from spacy_bertfam.pretraining.shuffle import ShuffleBuffer
 
-from ..conftest import SHARED_DATA
+from ..conftest import ASSETS, TEST_DATA
 
-RAW = SHARED_DATA / "raw_text"
+RAW = ASSETS / "raw_text"
+KJV = TEST_DATA / "raw_text" / "kjv_bible.genesis-exodus11.txt"  # the first 61 chapters
 
 
 def texts(reader, repeat=False, n=None):
@@ -20,16 +21,27 @@ def texts(reader, repeat=False, n=None):
     return out
 
 
-def test_chapters_of_the_books_are_documents():
+def test_chapters_of_the_books_are_documents(tmp_path):
     austen = texts(DocumentReader([RAW / "janeausten_6novels.txt"], part="all"))
     moby = texts(DocumentReader([RAW / "mobydick.txt"], part="all"))
-    bible = texts(DocumentReader([RAW / "kjv_bible.txt"], part="all"))
+    bible = texts(DocumentReader([KJV], part="all"))
     # 269 chapters + the first title page (later title pages end the previous novel's last chapter).
     assert len(austen) == 269 + 1, len(austen)
     # Front matter + 135 chapters + the Cetology chapter's "BOOK I. (Folio)" sections and the like.
     assert 136 <= len(moby) <= 155, len(moby)
     assert moby[1][1].startswith("Call me Ishmael.")
-    assert len(bible) == 1189, len(bible)
+    # Genesis 1-50 and Exodus 1-11, each chapter a document (the heading "Genesis 1" is not text).
+    assert len(bible) == 50 + 11, len(bible)
+    assert bible[0][1].startswith("1 In the beginning God created the heaven and the earth.")
+    assert bible[50][1].startswith("1 Now these are the names of the children of Israel")
+    assert bible[-1][1].endswith("out of his land.")
+    assert not any(t.startswith(("Genesis", "Exodus")) for _, t in bible)  # headings are not text
+    # Book names with a number or "of", as the rest of the KJV has them (its 1,189 chapters all split).
+    (tmp_path / "kjv.txt").write_text("\n1 Samuel 3\n\n  1 And the child Samuel ministered.\n\n"
+                                      "Song of Solomon 2\n\n  1 I am the rose of Sharon.\n\n"
+                                      "3 John 1\n\n  1 The elder unto the wellbeloved Gaius.\n", encoding="utf8")
+    assert [t for _, t in texts(DocumentReader([tmp_path / "kjv.txt"], part="all"))] == [
+        "1 And the child Samuel ministered.", "1 I am the rose of Sharon.", "1 The elder unto the wellbeloved Gaius."]
     assert austen[1][1].startswith("The family of Dashwood had long been settled in Sussex.")
     assert not any(t.startswith("CHAPTER") for _, t in austen)  # headings are not text
     assert "*** START OF" not in moby[0][1] and "End of Project Gutenberg" not in moby[-1][1]

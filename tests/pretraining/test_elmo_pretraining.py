@@ -9,7 +9,7 @@ from spacy_bertfam.loaders import checkpoint_loader
 from spacy_bertfam.models.elmo import ElmoBiLM, ElmoConfig
 from spacy_bertfam.tokenization.characters import batch_char_ids
 
-from ..conftest import SHARED_DATA
+from ..conftest import ASSETS
 from .helpers import pretrain
 
 TINY = dict(char_width=4, filters=[(1, 4), (2, 4)], n_highway=1, cell_width=6, projection_width=3,
@@ -38,7 +38,8 @@ def test_layer_one_and_lm_loss_by_hand():
     def run(prefix, order):
         h, c, outs = np.zeros(3), np.zeros(6), {}
         for t in order:
-            z = p[f"{prefix}.input_linearity.weight"] @ x[t] + p[f"{prefix}.state_linearity.weight"] @ h + p[f"{prefix}.state_linearity.bias"]
+            z = (p[f"{prefix}.input_linearity.weight"] @ x[t] + p[f"{prefix}.state_linearity.weight"] @ h
+                 + p[f"{prefix}.state_linearity.bias"])
             i, f, g, o = np.split(z, 4)
             c = np.clip(sigmoid(i) * np.tanh(g) + sigmoid(f) * c, -0.5, 0.5)
             h = np.clip(p[f"{prefix}.projection.weight"] @ (sigmoid(o) * np.tanh(c)), -0.4, 0.4)
@@ -60,7 +61,7 @@ def test_layer_one_and_lm_loss_by_hand():
 
 
 def test_short_pretraining_lowers_heldout_perplexity(tmp_path):
-    text = (SHARED_DATA / "raw_text" / "janeausten_6novels.txt").read_text(encoding="utf8")[:60_000]
+    text = (ASSETS / "raw_text" / "janeausten_6novels.txt").read_text(encoding="utf8")[:60_000]
     (tmp_path / "austen.txt").write_text(text, encoding="utf8")
     records = pretrain("elmo", tmp_path / "austen.txt", tmp_path / "out", {
         "corpus.split": "passages", "corpus.heldout_every": 10, "objective.char_width": 8,

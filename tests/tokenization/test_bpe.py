@@ -3,10 +3,10 @@ import pytest
 
 from spacy_bertfam.tokenization import byte_bpe_from_files, gpt1_bpe_from_files, load_bpe, train_byte_bpe
 
-from ..conftest import SHARED_DATA, make_hf_gpt
+from ..conftest import TEST_DATA, make_hf_gpt
 from ..helpers import varied_strings
 
-GPT2 = SHARED_DATA / "gpt2_bpe"
+GPT2 = TEST_DATA / "gpt2_bpe"
 STRINGS = varied_strings()
 
 

@@ -1,0 +1,21 @@
+"""A training step's memory follows the encoder's chunks, not the length of one Doc."""
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parents[2] / "bench" / "memory_long_doc.py"
+
+
+def test_update_on_one_very_long_doc_stays_under_a_memory_cap():
+    # 50 URL-like words of ~400 pieces each: ~20,000 pieces, ~210 windows of MiniLM. Held
+    # whole, a training step's activations would need about 10 GB; recomputed chunk by
+    # chunk it stays near 2 GB (the full 50,000-piece case: bench/memory_long_doc.py).
+    result = subprocess.run([sys.executable, str(BENCH), "--repeat", "200", "--no-ner"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = result.stdout.strip().splitlines()[-1]
+    print(line)
+    pieces = int(line.split("pieces ")[1].split()[0])
+    peak = float(line.split("peak RSS ")[1].split()[0])
+    assert pieces > 20_000
+    assert peak < 3000, line
