@@ -124,3 +124,31 @@ def test_saved_pipeline_predicts_bit_identically_in_a_fresh_process(family, bert
     arrays = [d.tensor for d in docs] + [np.asarray([] if lp is None else lp) for lp in logprobs]
     assert len(saved.files) == len(arrays)
     assert all(np.array_equal(saved[f"arr_{i}"], a) for i, a in enumerate(arrays))
+
+
+QA_RELOAD = textwrap.dedent("""
+    import sys, spacy
+    from spacy_bertfam import make_qa_doc
+    nlp = spacy.load(sys.argv[1])
+    docs = [nlp(make_qa_doc(nlp, q, c)) for q, c in {pairs!r}]
+    print(repr([[(s.start, s.end) for s in d.spans["answer"]] + [d.spans["answer"].attrs["score"]] for d in docs]))
+""")
+
+
+def test_saved_span_qa_answers_bit_identically_in_a_fresh_process(tmp_path):
+    from spacy_bertfam import make_qa_doc
+
+    from ..fuzz.pipelines import qa_example, span_qa
+
+    nlp = span_qa(tmp_path)
+    pairs = [("who sat ?", "the cat sat on the mat ."), ("where ?", "hello world " * 40), ("what ran ?", "the dog ran")]
+    optimizer = nlp.resume_training()
+    for _ in range(3):
+        nlp.update([qa_example(nlp, q, c) for q, c in pairs], sgd=optimizer)
+    docs = [nlp(make_qa_doc(nlp, q, c)) for q, c in pairs]
+    nlp.to_disk(tmp_path / "pipeline")
+    result = subprocess.run([sys.executable, "-c", QA_RELOAD.format(pairs=pairs), str(tmp_path / "pipeline")],
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == repr([[(s.start, s.end) for s in d.spans["answer"]] + [d.spans["answer"].attrs["score"]]
+                                          for d in docs])
