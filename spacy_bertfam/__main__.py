@@ -1,4 +1,5 @@
-"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,convert-ner,convert-textcat,convert-squad,evaluate-qa}`.
+"""Command line: `python -m spacy_bertfam {download,demo,init-encoder,init-config,convert-ner,convert-textcat,
+convert-squad,evaluate-qa}`.
 
 Pretraining is a spaCy command: `python -m spacy bertfam-pretrain` (pretraining/cli.py).
 """
@@ -23,6 +24,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     source = init.add_mutually_exclusive_group()
     source.add_argument("--pretrained", default="all-MiniLM-L6-v2", help="packaged model name")
     source.add_argument("--checkpoint", help="checkpoint directory (ours or Hugging Face BERT)")
+    config = sub.add_parser("init-config", help="a spacy train config whose encoder fits a checkpoint (sizes read from it)")
+    config.add_argument("checkpoint", help="checkpoint directory (ours, Hugging Face BERT/GPT, bilm-tf ELMo) or a packaged name")
+    config.add_argument("output", help="the .cfg file to write")
+    config.add_argument("--pipeline", default="ner", help="comma-separated tasks: ner, textcat, textcat_multilabel")
     ner = sub.add_parser("convert-ner", help="CoNLL token/tag file -> .spacy (tab-only lines break sentences)")
     ner.add_argument("input")
     ner.add_argument("output")
@@ -51,6 +56,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(run())
     elif args.command == "init-encoder":
         _init_encoder(args.output, args.pretrained, args.checkpoint)
+    elif args.command == "init-config":
+        from .init_config import init_config
+
+        init_config(args.checkpoint, args.pipeline.split(",")).to_disk(args.output)
+        print(f"Wrote {args.output}: train with python -m spacy train {args.output} "
+              "--paths.train TRAIN.spacy --paths.dev DEV.spacy")
     elif args.command == "convert-ner":
         _convert_ner(args.input, args.output)
     elif args.command == "convert-textcat":
