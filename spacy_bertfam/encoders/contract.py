@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence
 
 import srsly
-from thinc.api import Model, PyTorchShim
+import torch
+from thinc.api import Model, PyTorchGradScaler, PyTorchShim
 from thinc.model import deserialize_attr, serialize_attr
 from thinc.types import Floats2d, Ints1d
 from torch import nn
@@ -29,6 +30,8 @@ from torch import nn
 from ..tokenization import PieceTokenizer
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
+PRECISIONS = ("fp32", "bf16", "fp16")
+AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 # Per family: a loader block that works, how to make a checkpoint for it, and the
 # override by which the shipped configs point at one.
@@ -104,6 +107,8 @@ class EncoderContract:
     source (str): where the weights came from; "" until a loader ran.
     layers (Optional[List[int]]): requested layers (normalised); None = every layer.
     lm_weight (float): requested weight of the auxiliary LM loss in training (0 = off).
+    precision (str): "fp32", "bf16" (autocast to bfloat16, CPU or GPU) or "fp16"
+        (autocast to float16 with gradient scaling, GPU only) for the encoder's forward.
     """
 
     family: str
@@ -116,6 +121,7 @@ class EncoderContract:
     source: str = ""
     layers: Optional[List[int]] = field(default=None)
     lm_weight: float = 0.0
+    precision: str = "fp32"
 
     def layer_index(self, index: int) -> int:
         """Python-style layer index (-1 = top) -> 0..n_layers-1; IndexError names the range."""
@@ -141,6 +147,12 @@ class EncoderContract:
         if weight and self.family != "gpt":
             raise ValueError(f"{self.family} encoders have no causal LM loss; lm_weight must be 0")
         self.lm_weight = float(weight)
+
+    def request_precision(self, precision: str) -> None:
+        """Run the forward pass in `precision` (see the class docstring)."""
+        if precision not in PRECISIONS:
+            raise ValueError(f"Unknown precision '{precision}'; expected one of {PRECISIONS}")
+        self.precision = precision
 
     @property
     def is_initialised(self) -> bool:
@@ -189,7 +201,22 @@ def _deserialize_contract(_: EncoderContract, value: bytes, name: str, model: Mo
 
 
 class EncoderShim(PyTorchShim):
-    """thinc's PyTorch shim, with the torch encoder it runs as a public attribute."""
+    """thinc's PyTorch shim, with the torch encoder it runs as a public attribute and
+    the precision it runs in."""
+
+    _scales_gradients = False
+
+    def use_precision(self, precision: str) -> Optional[torch.dtype]:
+        """The autocast dtype for `precision`; float16 also turns on thinc's gradient
+        scaling, which float16 needs and bfloat16 does not."""
+        if precision == "fp16" and self.device.type != "cuda":
+            raise ValueError('precision "fp16" needs a GPU (torch autocast to float16 on CUDA); '
+                             'use "bf16" on a CPU')
+        if precision == "fp16" and not self._scales_gradients:  # thinc scales and unscales gradients
+            self._grad_scaler = PyTorchGradScaler(enabled=True)
+            self._grad_scaler.to_(self.device)
+            self._scales_gradients = True
+        return AUTOCAST_DTYPES[precision]
 
     @property
     def encoder(self) -> nn.Module:

@@ -4,7 +4,7 @@ Each Doc (or each of its sentences, when it has sentence boundaries) is wrapped 
 <S> ... </S> and read whole by the LSTMs, statelessly, so a text gets the same
 vectors whatever batch it is in; a 20,000-token Doc is processed in one pass.
 """
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -25,13 +25,18 @@ class SentenceEncoder(nn.Module):
         super().__init__()
         self.encoder = encoder
 
-    def forward(self, char_ids: torch.Tensor, rows: torch.Tensor, layers: List[int]) -> List[torch.Tensor]:
-        """char_ids: (S, T, C) with markers; rows: (n,) flat (S·T) index of each real token."""
+    def forward(self, char_ids: torch.Tensor, rows: torch.Tensor, layers: List[int],
+                autocast: Optional[torch.dtype] = None) -> List[torch.Tensor]:
+        """char_ids: (S, T, C) with markers; rows: (n,) flat (S·T) index of each real token.
+
+        autocast: run the biLM under torch autocast to this dtype; outputs are float32.
+        """
         if char_ids.shape[0] == 0:
             width = 2 * self.encoder.config.projection_width
             return [char_ids.new_zeros((0, width), dtype=torch.float32) for _ in layers]
-        out, _ = self.encoder(char_ids)
-        return [out.layers[i].reshape(-1, out.layers[i].shape[-1])[rows] for i in layers]
+        with torch.autocast(char_ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
+            out, _ = self.encoder(char_ids)
+        return [out.layers[i].reshape(-1, out.layers[i].shape[-1])[rows].float() for i in layers]
 
 
 def build_elmo_encoder(encoder: ElmoBiLM) -> Model[List[Doc], EncodedBatch]:
@@ -66,7 +71,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     layer_ids = contract.requested_layers()
     shim: EncoderShim = model.shims[0]
     to_torch = lambda a: xp2torch(a, device=shim.device)  # noqa: E731
-    inputs = ArgsKwargs(args=(to_torch(char_ids), to_torch(rows.astype(np.int64)), layer_ids), kwargs={})
+    inputs = ArgsKwargs(args=(to_torch(char_ids), to_torch(rows.astype(np.int64)), layer_ids),
+                        kwargs={"autocast": shim.use_precision(contract.precision)})
     outputs, backprop_torch = shim(inputs, is_train)
     offsets = np.cumsum([0] + [len(doc) for doc in docs])
     alignments = [(np.ones(len(doc), dtype=np.int64), np.arange(len(doc), dtype=np.int64)) for doc in docs]

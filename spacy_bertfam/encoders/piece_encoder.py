@@ -140,7 +140,9 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     recompute = is_train and len(plan.chunks) > 1 and _positions(plan) > 2 * contract.batch_pieces
     if recompute:
         return_freed_memory()
-    outputs, backprop_torch = shim(_torch_inputs(plan, layer_ids, shim.device, lm, recompute), is_train)
+    inputs = _torch_inputs(plan, layer_ids, shim.device, lm, recompute)
+    inputs.kwargs["autocast"] = shim.use_precision(contract.precision)
+    outputs, backprop_torch = shim(inputs, is_train)
     outputs = list(outputs)
     lm_loss = outputs.pop() if lm is not None else None
     alignments = [(p.token_lengths, p.token_pieces) for p in pieces]

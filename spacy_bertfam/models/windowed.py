@@ -38,6 +38,7 @@ class WindowedEncoder(nn.Module):
         lm_targets: Optional[torch.Tensor] = None,
         type_ids: Optional[torch.Tensor] = None,
         recompute: bool = False,
+        autocast: Optional[torch.dtype] = None,
     ) -> List[torch.Tensor]:
         """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)].
 
@@ -49,6 +50,8 @@ class WindowedEncoder(nn.Module):
         type_ids: (n_windows, T) segment ids of sentence pairs, passed to the encoder
             as its third argument; None for single sequences.
         recompute: checkpoint each chunk (see the class docstring).
+        autocast: run the encoder under torch autocast to this dtype (bfloat16, or
+            float16 on a GPU); the returned layers are float32 whatever it is.
         """
         if ids.shape[0] == 0:
             # No doc in the batch has a piece: every requested layer is empty.
@@ -57,21 +60,23 @@ class WindowedEncoder(nn.Module):
             return [param.new_zeros((n_out, self.encoder.config.hidden_width))] * count
         recompute = recompute and torch.is_grad_enabled()
         per_chunk = []
-        for windows, length in chunks:
-            inputs = (ids[windows, :length], mask[windows, :length],
-                      None if type_ids is None else type_ids[windows, :length])
-            if recompute:
-                per_chunk.append(checkpoint(self._chunk_layers, *inputs, layers, use_reentrant=False))
-            else:
-                per_chunk.append(self._chunk_layers(*inputs, layers))
+        with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
+            for windows, length in chunks:
+                inputs = (ids[windows, :length], mask[windows, :length],
+                          None if type_ids is None else type_ids[windows, :length])
+                if recompute:
+                    per_chunk.append(checkpoint(self._chunk_layers, *inputs, layers, use_reentrant=False))
+                else:
+                    per_chunk.append(self._chunk_layers(*inputs, layers))
         result = []
         for parts in zip(*per_chunk):
             flat = torch.cat(parts) if len(parts) > 1 else parts[0]
             picked = flat[source] * weight[:, None].to(flat.dtype)
             result.append(picked.new_zeros((n_out, picked.shape[-1])).index_add(0, target, picked))
         if lm_rows is not None:
-            logits = self.encoder.logits(result[-1][lm_rows])
-            result.append(torch.nn.functional.cross_entropy(logits, lm_targets))
+            with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
+                logits = self.encoder.logits(result[-1][lm_rows])
+            result.append(torch.nn.functional.cross_entropy(logits.float(), lm_targets))
         return result
 
     def _chunk_layers(self, ids: torch.Tensor, mask: torch.Tensor, type_ids: Optional[torch.Tensor],
@@ -79,4 +84,4 @@ class WindowedEncoder(nn.Module):
         """The chosen layers of one chunk of windows, each flattened to (positions, W)."""
         out = self.encoder(ids, mask) if type_ids is None else self.encoder(ids, mask, type_ids)
         chosen = out.layers if layers is None else [out.layers[i] for i in layers]
-        return [layer.reshape(-1, layer.shape[-1]) for layer in chosen]
+        return [layer.reshape(-1, layer.shape[-1]).float() for layer in chosen]

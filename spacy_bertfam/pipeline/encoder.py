@@ -38,6 +38,7 @@ DEFAULT_COMPONENT_CONFIG = {
     "store_all_layers": False,
     "drop_outputs": False,
     "sort_batches": 16,
+    "precision": "fp32",
 }
 
 
@@ -60,6 +61,9 @@ class EncoderComponent(TrainablePipe):
     drop_outputs (bool): delete the stored outputs after the last listener read them.
     sort_batches (int): in `nlp.pipe`, read this many batches ahead and encode them
         sorted by length (less padding); 1 keeps the original batches.
+    precision (str): "fp32" (default), "bf16" (autocast to bfloat16 on CPU or GPU, for
+        inference and training) or "fp16" (autocast to float16 with gradient scaling,
+        GPU only). Stored with the pipeline.
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class EncoderComponent(TrainablePipe):
         store_all_layers: bool = False,
         drop_outputs: bool = False,
         sort_batches: int = 16,
+        precision: str = "fp32",
     ):
         _ensure_extension()
         self.vocab = vocab
@@ -96,7 +101,9 @@ class EncoderComponent(TrainablePipe):
             "store_all_layers": store_all_layers,
             "drop_outputs": drop_outputs,
             "sort_batches": sort_batches,
+            "precision": precision,
         }
+        self.contract.request_precision(precision)
         # Read by nlp.replace_listeners (not serialised: functions are skipped).
         model.attrs["replace_listener"] = replace_listener
         model.attrs["replace_listener_cfg"] = replace_listener_cfg
@@ -320,11 +327,11 @@ def register_encoder_factory(name: str, default_model: Dict, doc: str):
 
     def make(nlp: Language, name: str, model: Model, set_doc_tensor: bool, tensor_layer: int,
              tensor_pooling: Optional[str], user_hooks: bool, store_all_layers: bool,
-             drop_outputs: bool, sort_batches: int) -> EncoderComponent:
+             drop_outputs: bool, sort_batches: int, precision: str) -> EncoderComponent:
         return EncoderComponent(
             nlp.vocab, model, name, set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer,
             tensor_pooling=tensor_pooling, user_hooks=user_hooks, store_all_layers=store_all_layers,
-            drop_outputs=drop_outputs, sort_batches=sort_batches,
+            drop_outputs=drop_outputs, sort_batches=sort_batches, precision=precision,
         )
 
     make.__doc__ = doc

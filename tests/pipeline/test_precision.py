@@ -1,0 +1,56 @@
+"""Reduced precision: bf16 autocast stays close to fp32, trains, and is saved with the pipeline."""
+import numpy as np
+import pytest
+import spacy
+
+from spacy_bertfam.loaders import checkpoint_loader, pretrained_loader
+
+from ..conftest import make_hf_bert
+from .pipelines import TINY_ENCODER, build, examples
+
+TEXT = "Alex moved from Chicago to Berlin to work for Siemens, and the river bank flooded in May."
+
+
+def _minilm(precision):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"store_all_layers": True, "precision": precision})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=pretrained_loader())
+    return nlp
+
+
+def test_bf16_layers_are_close_to_fp32(minilm_dir):
+    full, half = _minilm("fp32")(TEXT), _minilm("bf16")(TEXT)
+    errors = []
+    for layer in range(7):
+        a = full._.bertfam["bert_encoder"].layers[layer]
+        b = half._.bertfam["bert_encoder"].layers[layer]
+        assert b.dtype == np.float32
+        errors.append(float(np.linalg.norm(a - b) / np.linalg.norm(a)))
+    print("bf16 relative error per layer:", [round(e, 4) for e in errors])
+    assert max(errors) < 0.03 and errors[-1] > 0  # bf16 keeps ~3 significant digits; it did run in bf16
+    cosine = (full.tensor * half.tensor).sum(1) / np.linalg.norm(full.tensor, axis=1) / np.linalg.norm(half.tensor, axis=1)
+    assert cosine.min() > 0.995
+
+
+def test_bf16_training_lowers_the_loss_and_is_saved(tmp_path):
+    nlp = build(make_hf_bert(tmp_path / "bert"), textcat={}, encoder={"precision": "bf16"})
+    optimizer = nlp.initialize(lambda: examples(nlp))
+    history = []
+    for _ in range(30):
+        losses = nlp.update(examples(nlp), sgd=optimizer)
+        history.append(losses["ner"] + losses["textcat"])
+    assert all(np.isfinite(history)) and np.mean(history[-5:]) < 0.5 * np.mean(history[:5]), history
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert loaded.get_pipe("bert_encoder").contract.precision == "bf16"
+    assert np.array_equal(loaded("the cat sat on the mat").tensor, nlp("the cat sat on the mat").tensor)
+
+
+def test_fp16_needs_a_gpu_and_unknown_precisions_are_refused(hf_bert_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"precision": "fp16", "model": TINY_ENCODER})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    with pytest.raises(ValueError, match='precision "fp16" needs a GPU'):
+        nlp("the cat")
+    with pytest.raises(ValueError, match="Unknown precision 'int4'"):
+        spacy.blank("en").add_pipe("bert_encoder", config={"precision": "int4"})
