@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import BertForQuestionAnswering, BertTokenizerFast, get_linear_schedule_with_warmup  # noqa: E402
 
-from spacy_bertfam.pipeline.span_qa import _normalise, _token_f1  # noqa: E402
+from spacy_bertfam.pipeline.qa_scoring import _normalise, _token_f1  # noqa: E402
 from spacy_bertfam.pretrained import pretrained_path  # noqa: E402
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "squad-v1.1-dev-train-part.json"

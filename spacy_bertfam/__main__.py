@@ -45,6 +45,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     qa_eval.add_argument("model")
     qa_eval.add_argument("data")
     qa_eval.add_argument("--output", help="write the scores to this JSON file")
+    qa_eval.add_argument("--tune-threshold", action="store_true",
+                         help="choose the no-answer threshold tau on DATA (SQuAD 2.0) and save it into MODEL")
     args = parser.parse_args(argv)
     if args.command == "download":
         from .pretrained import download
@@ -69,7 +71,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "convert-squad":
         _convert_squad(args.input, args.output, args.articles)
     elif args.command == "evaluate-qa":
-        _evaluate_qa(args.model, args.data, args.output)
+        _evaluate_qa(args.model, args.data, args.output, args.tune_threshold)
     return 0
 
 
@@ -129,14 +131,21 @@ def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -
           f"{report.answers} gold answers, {report.widened} widened to whole tokens")
 
 
-def _evaluate_qa(model: str, data: str, output: Optional[str]) -> None:
+def _evaluate_qa(model: str, data: str, output: Optional[str], tune: bool = False) -> None:
     import spacy
     import srsly
 
     from .corpora.squad import qa_corpus
 
     nlp = spacy.load(model)
-    scores = nlp.evaluate(list(qa_corpus(Path(data))(nlp)))
+    examples = list(qa_corpus(Path(data))(nlp))
+    if tune:  # tau on these Docs, saved with the pipeline; the scores below use it
+        qa = nlp.get_pipe("span_qa")
+        docs = list(nlp.pipe([eg.predicted for eg in examples]))
+        tuned = qa.tune_null_threshold(docs, [eg.reference for eg in examples])
+        nlp.to_disk(model)
+        print(f"null_threshold {tuned['null_threshold']:.4f} (F1 {tuned['qa_f1']:.4f} on {data}) saved in {model}")
+    scores = nlp.evaluate(examples)
     scores = {k: v for k, v in scores.items() if k.startswith("qa_") or k == "speed"}
     print(srsly.json_dumps(scores, indent=2))
     if output:

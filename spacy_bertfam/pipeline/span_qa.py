@@ -2,13 +2,16 @@
 
 The component reads token vectors through a listener (so it shares the encoder's
 forward pass), scores every context token as an answer start and end, and writes the
-best span, or none when "no answer" scores higher (SQuAD v2), to `doc.spans["answer"]`,
-its probability in `doc.spans["answer"].attrs["score"]`. Question tokens are never
-part of an answer: they are masked out of the softmax in training and prediction.
+best span, or none when "no answer" scores higher by `null_threshold` (SQuAD v2; the
+BERT paper's tau, chosen on dev data with `tune_null_threshold`), to
+`doc.spans["answer"]`; the group's attrs hold its probability ("score"), the best span
+even when withheld ("best") and its log-score margin over "no answer" ("margin").
+Question tokens are never part of an answer: they are masked out of the softmax in
+training and prediction. Docs without a question (ordinary Docs that other components
+process in the same pipeline) are left alone, and are missing data in training.
+Questions about an ordinary Doc: `spacy_bertfam.ask` (pipeline/questions.py).
 """
-import re
-import string
-from collections import Counter
+from dataclasses import dataclass
 from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -22,11 +25,26 @@ from spacy.vocab import Vocab
 from thinc.api import Model, chain
 from thinc.types import Floats2d
 
-from ..corpora.squad import ANSWER_KEY, answer_texts, question_length
+from ..corpora.squad import ANSWER_KEY, question_length
 from ..heads.span_logits import build_span_logits
 from ..pretrained import packaged_sizes
+from ..tokenization.words import first_segment_end
+from .qa_scoring import best_null_threshold
 
-Answer = Optional[Tuple[int, int, float]]  # (start, end) token span and its probability, or None
+
+@dataclass
+class Prediction:
+    """span_qa's reading of one QA Doc.
+
+    best: the best context span (start, end) in tokens of the QA Doc, of at most
+        max_answer_tokens tokens.
+    score: its probability, P(start) · P(end).
+    margin: its log-score minus that of "no answer"; it is the answer when margin > tau.
+    """
+
+    best: Optional[Tuple[int, int]]
+    score: float
+    margin: float
 
 
 @registry.architectures("spacy-bertfam.SpanQA.v1")
@@ -47,13 +65,14 @@ DEFAULT_MODEL = {
 @Language.factory(
     "span_qa",
     default_config={"model": DEFAULT_MODEL, "spans_key": ANSWER_KEY, "max_answer_tokens": 30,
-                    "scorer": {"@scorers": "spacy-bertfam.span_qa_scorer.v1"}},
+                    "null_threshold": 0.0, "scorer": {"@scorers": "spacy-bertfam.span_qa_scorer.v1"}},
     default_score_weights={"qa_f1": 1.0, "qa_exact": 0.0},
 )
 def make_span_qa(nlp: Language, name: str, model: Model, spans_key: str, max_answer_tokens: int,
-                 scorer: Optional[Callable]) -> "SpanQA":
+                 null_threshold: float, scorer: Optional[Callable]) -> "SpanQA":
     """The `span_qa` factory; its settings are `SpanQA`'s."""
-    return SpanQA(nlp.vocab, model, name, spans_key=spans_key, max_answer_tokens=max_answer_tokens, scorer=scorer)
+    return SpanQA(nlp.vocab, model, name, spans_key=spans_key, max_answer_tokens=max_answer_tokens,
+                  null_threshold=null_threshold, scorer=scorer)
 
 
 class SpanQA(TrainablePipe):
@@ -66,27 +85,31 @@ class SpanQA(TrainablePipe):
     spans_key (str): where the answer is written and the gold answer read; the group's
         attrs["score"] holds the answer's probability (None for no answer).
     max_answer_tokens (int): the longest answer considered, in tokens (>= 1).
+    null_threshold (float): tau: the best span is the answer only when its log-score beats
+        "no answer" by more than tau (0 = the plain comparison); `tune_null_threshold` sets
+        it from dev data, and it is saved with the pipeline.
     scorer (Optional[Callable]): scores the answers (`spacy-bertfam.span_qa_scorer.v1`).
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "span_qa", *, spans_key: str = ANSWER_KEY,
-                 max_answer_tokens: int = 30, scorer: Optional[Callable] = None):
+                 max_answer_tokens: int = 30, null_threshold: float = 0.0, scorer: Optional[Callable] = None):
         if max_answer_tokens < 1:
             raise ValueError(f"max_answer_tokens must be at least 1, got {max_answer_tokens}")
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.cfg = {"spans_key": spans_key, "max_answer_tokens": max_answer_tokens}
+        self.cfg = {"spans_key": spans_key, "max_answer_tokens": max_answer_tokens,
+                    "null_threshold": float(null_threshold)}
         self.scorer = scorer
 
-    def predict(self, docs: Iterable[Doc]) -> List[Answer]:
-        """Per doc, the best context span (start, end, P(start) * P(end)) of at most max_answer_tokens
-        tokens, or None where "no answer" scores at least as high."""
+    def predict(self, docs: Iterable[Doc]) -> List[Optional[Prediction]]:
+        """Per doc, its `Prediction`; None for a Doc without a question."""
         docs = list(docs)
         scores = self.model.predict(docs)
-        return [self._best(doc, self.model.ops.to_numpy(s)) for doc, s in zip(docs, scores)]
+        return [self._best(doc, self.model.ops.to_numpy(s)) if first_segment_end(doc) else None
+                for doc, s in zip(docs, scores)]
 
-    def _best(self, doc: Doc, scores: np.ndarray) -> Answer:
+    def _best(self, doc: Doc, scores: np.ndarray) -> Prediction:
         n, q, longest = len(doc), question_length(doc), self.cfg["max_answer_tokens"]
         start, end = _log_probs(scores, q).T
         # Best end for each start within max_answer_tokens: rows = starts, columns = lengths.
@@ -94,33 +117,59 @@ class SpanQA(TrainablePipe):
         ends = starts[:, None] + np.arange(longest)[None, :]
         valid = ends < n
         total = np.where(valid, start[1 + starts][:, None] + end[1 + np.minimum(ends, n - 1)], -np.inf)
-        if not total.size or total.max() <= start[0] + end[0]:
-            return None
+        if not total.size or not np.isfinite(total.max()):
+            return Prediction(None, 0.0, -np.inf)
         s, length = np.unravel_index(int(total.argmax()), total.shape)
-        return int(starts[s]), int(starts[s] + length + 1), float(np.exp(total.max()))
+        best = (int(starts[s]), int(starts[s] + length + 1))
+        return Prediction(best, float(np.exp(total.max())), float(total.max() - (start[0] + end[0])))
 
-    def set_annotations(self, docs: Iterable[Doc], answers: List[Answer]) -> None:
-        """Write each answer to doc.spans[spans_key] (empty for none) and its probability to the
-        group's attrs["score"]."""
+    def answer(self, prediction: Prediction) -> Optional[Tuple[int, int]]:
+        """The answer span of a prediction under the current null_threshold, or None."""
+        if prediction.best is None or prediction.margin <= self.cfg["null_threshold"]:
+            return None
+        return prediction.best
+
+    def set_annotations(self, docs: Iterable[Doc], predictions: List[Optional[Prediction]]) -> None:
+        """Write each QA Doc's answer to doc.spans[spans_key] (empty for none); the group's attrs
+        get "score" (the answer's probability, None for none), "best" and "margin"."""
         key = self.cfg["spans_key"]
-        for doc, answer in zip(docs, answers):
+        for doc, prediction in zip(docs, predictions):
+            if prediction is None:  # not a QA Doc
+                continue
+            answer = self.answer(prediction)
             doc.spans[key] = [] if answer is None else [doc[answer[0] : answer[1]]]
-            doc.spans[key].attrs["score"] = None if answer is None else answer[2]
+            doc.spans[key].attrs.update(score=None if answer is None else prediction.score,
+                                        best=prediction.best, margin=prediction.margin)
+
+    def tune_null_threshold(self, docs: Iterable[Doc], golds: Iterable[Doc]) -> Dict[str, float]:
+        """Choose tau on processed dev QA Docs (with their gold Docs): the threshold with the best
+        SQuAD F1, as the BERT paper does for SQuAD 2.0; it is set and returned with that F1."""
+        key = self.cfg["spans_key"]
+        rows = [(d.spans[key].attrs["margin"], d[slice(*d.spans[key].attrs["best"])].text
+                 if d.spans[key].attrs["best"] else "", g) for d, g in zip(docs, golds)]
+        tau, f1 = best_null_threshold(rows)
+        self.cfg["null_threshold"] = tau
+        return {"null_threshold": tau, "qa_f1": f1}
 
     def get_loss(self, examples: Iterable[Example], scores: List[Floats2d]) -> Tuple[float, List[Floats2d]]:
-        """Cross-entropy of the gold start and end (row 0 when there is no answer)."""
+        """Cross-entropy of the gold start and end (row 0 when there is no answer), averaged
+        over the batch's QA examples; examples without a question get no gradient."""
         validate_examples(examples, "SpanQA.get_loss")
         examples = list(examples)
+        n_qa = max(1, sum(1 for eg in examples if first_segment_end(eg.predicted)))
         loss, grads = 0.0, []
         for eg, s in zip(examples, scores):
+            if not first_segment_end(eg.predicted):  # no question: not a QA example, missing data
+                grads.append(self.model.ops.alloc2f(*s.shape))
+                continue
             s = self.model.ops.to_numpy(s)
             gold = self._gold_rows(eg)
             log_probs = _log_probs(s, question_length(eg.predicted))
             loss -= float(log_probs[gold, [0, 1]].sum())
             d = np.exp(log_probs)
             d[gold, [0, 1]] -= 1.0
-            grads.append(self.model.ops.asarray2f(d / len(examples)))
-        return loss / len(examples), grads
+            grads.append(self.model.ops.asarray2f(d / n_qa))
+        return loss / n_qa, grads
 
     def _gold_rows(self, eg: Example) -> List[int]:
         key = self.cfg["spans_key"]
@@ -150,49 +199,3 @@ def _log_probs(scores: np.ndarray, n_question: int) -> np.ndarray:
     x[1 : 1 + n_question] = -np.inf
     x -= x.max(axis=0)
     return x - np.log(np.exp(x).sum(axis=0))
-
-
-@registry.scorers("spacy-bertfam.span_qa_scorer.v1")
-def make_span_qa_scorer(spans_key: str = ANSWER_KEY) -> Callable:
-    """`spacy-bertfam.span_qa_scorer.v1`: SQuAD exact match and token F1 (qa_exact, qa_f1), see
-    `score_answers`.
-
-    spans_key (str): the doc.spans key of the predicted answer; gold answers are read from the
-        reference's doc.spans["answers"], else ["answer"].
-    """
-    def score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
-        return score_answers(examples, spans_key=spans_key)
-
-    return score
-
-
-def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -> Dict[str, float]:
-    """SQuAD's exact match and token F1, each the best over a question's gold answers
-    (an unanswerable question scores 1 only when no answer is given)."""
-    exact, f1 = [], []
-    for eg in examples:
-        predicted = eg.predicted.spans.get(spans_key) if eg.predicted.spans else None
-        guess = predicted[0].text if predicted else ""
-        golds = answer_texts(eg.reference) or [""]
-        exact.append(max(float(_normalise(guess) == _normalise(g)) for g in golds))
-        f1.append(max(_token_f1(guess, g) for g in golds))
-    if not exact:
-        return {"qa_exact": None, "qa_f1": None}
-    return {"qa_exact": float(np.mean(exact)), "qa_f1": float(np.mean(f1))}
-
-
-def _normalise(text: str) -> str:
-    """SQuAD's answer normalisation: lower case, no punctuation, articles or extra spaces."""
-    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
-    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
-
-
-def _token_f1(guess: str, gold: str) -> float:
-    g, t = _normalise(guess).split(), _normalise(gold).split()
-    if not g or not t:
-        return float(g == t)
-    common = sum((Counter(g) & Counter(t)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(g), common / len(t)
-    return 2 * precision * recall / (precision + recall)

@@ -6,16 +6,17 @@ import pytest
 import spacy
 import srsly
 import torch
+from spacy import displacy
 from spacy.tokens import DocBin
 from spacy.training import Example
 from spacy.util import fix_random_seed
 from thinc.api import Adam
 
-from spacy_bertfam import make_qa_doc
+from spacy_bertfam import ask, make_qa_doc
 from spacy_bertfam.__main__ import main
 from spacy_bertfam.corpora.squad import qa_corpus, read_squad
 from spacy_bertfam.encoders import torch_encoder
-from spacy_bertfam.pipeline.span_qa import score_answers
+from spacy_bertfam.pipeline.qa_scoring import score_answers
 from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
 from ..conftest import TEST_DATA, make_hf_gpt
@@ -185,11 +186,105 @@ def test_span_qa_saves_and_replaces_listeners(hf_bert_dir, tmp_path):
     assert_same_answers(answers(nlp), want)
 
 
-def test_span_qa_needs_a_question(hf_bert_dir):
+def trained_qa(checkpoint, steps=40):
+    nlp = qa_nlp(checkpoint)
+    fix_random_seed(0)
+    nlp.initialize(lambda: qa_examples(nlp))
+    optimizer = Adam(0.01)
+    for _ in range(steps):
+        nlp.update(qa_examples(nlp), sgd=optimizer, drop=0.0)
+    return nlp
+
+
+def test_ordinary_docs_pass_through_and_are_missing_data_in_training(hf_bert_dir):
+    # span_qa shares a pipeline with ner/textcat (en_bertfam): an ordinary Doc is left alone,
+    # and an example without a question adds nothing to the QA loss.
     nlp = qa_nlp(hf_bert_dir)
     nlp.initialize(lambda: qa_examples(nlp))
-    with pytest.raises(ValueError, match="This Doc has no question"):
-        nlp("the cat sat on the mat")
+    doc = nlp("the cat sat on the mat")
+    assert "answer" not in doc.spans
+    plain = Example.from_dict(nlp.make_doc("the dog ran"), {})
+    qa = nlp.get_pipe("span_qa")
+
+    def loss(examples):
+        docs = list(nlp.get_pipe("bert_encoder").pipe([eg.predicted for eg in examples]))
+        return qa.get_loss(examples, qa.model.predict(docs))
+
+    qa_only, mixed = loss(qa_examples(nlp)), loss(qa_examples(nlp) + [plain])
+    assert mixed[0] == pytest.approx(qa_only[0]) and float(abs(mixed[1][-1]).sum()) == 0.0
+    question = make_qa_doc(nlp, "who ?", "the cat")
+    with pytest.raises(ValueError, match=r"has no doc.spans\['answer'\]"):
+        loss([Example(question, question.copy())])
+
+
+def test_null_threshold_withholds_exactly_the_answers_below_it(hf_bert_dir, tmp_path):
+    nlp = trained_qa(hf_bert_dir, steps=10)
+    qa = nlp.get_pipe("span_qa")
+    docs = list(nlp.pipe([make_qa_doc(nlp, q, c) for q, c, _ in QA]))
+    margins = [d.spans["answer"].attrs["margin"] for d in docs]
+    best = [d.spans["answer"].attrs["best"] for d in docs]
+    for tau in sorted(margins) + [min(margins) - 1.0]:
+        qa.cfg["null_threshold"] = tau
+        for doc, margin, span in zip(nlp.pipe([make_qa_doc(nlp, q, c) for q, c, _ in QA]), margins, best):
+            got = [(s.start, s.end) for s in doc.spans["answer"]]
+            assert got == ([] if margin <= tau else [tuple(span)]), (tau, margin)
+    # Tuned on data, stored with the pipeline, used after loading.
+    qa.cfg["null_threshold"] = 0.0
+    plain_f1 = nlp.evaluate(qa_examples(nlp))["qa_f1"]
+    tuned = qa.tune_null_threshold(docs, [eg.reference for eg in qa_examples(nlp)])
+    assert tuned["qa_f1"] >= plain_f1  # tau = 0 is among the candidates
+    assert nlp.evaluate(qa_examples(nlp))["qa_f1"] == pytest.approx(tuned["qa_f1"])  # and prediction uses it
+    nlp.to_disk(tmp_path / "qa")
+    # (the JSON cfg keeps 10 decimals; tau lies midway between margins, so no answer flips)
+    loaded = spacy.load(tmp_path / "qa").get_pipe("span_qa").cfg["null_threshold"]
+    assert loaded == pytest.approx(tuned["null_threshold"], abs=1e-9)
+
+
+def test_ask_answers_with_spans_of_the_asked_doc(hf_bert_dir):
+    nlp = trained_qa(hf_bert_dir)
+    doc = nlp.make_doc("the cat sat on the mat . the dog ran to the river .")
+    doc.ents = [doc.char_span(4, 7, label="ANIMAL")]
+    doc.cats = {"PET": 1.0}
+    answers = ask(nlp, doc, ["who sat on the mat ?", "where did the dog run ?"])
+    assert [a.question for a in answers] == ["who sat on the mat ?", "where did the dog run ?"]
+    want = [make_qa_doc(nlp, a.question, doc.text) for a in answers]
+    for answer, qa_doc in zip(answers, nlp.pipe(want)):
+        group = qa_doc.spans["answer"]
+        n_question = len(qa_doc.spans[FIRST_SEGMENT][0])
+        assert (answer.span is None) == (not len(group))
+        if answer.span is not None:
+            assert answer.span.doc is doc
+            assert (answer.span.start, answer.span.end) == (group[0].start - n_question, group[0].end - n_question)
+            assert answer.score == pytest.approx(group.attrs["score"], abs=1e-6)
+    assert any(a.span is not None for a in answers)
+    assert [(e.start, e.end, e.label_) for e in doc.ents] == [(1, 2, "ANIMAL")] and doc.cats == {"PET": 1.0}
+    assert [s.label_ for s in doc.spans["answers"]] == [a.question for a in answers if a.span is not None]
+    html = displacy.render(doc, style="span", options={"spans_key": "answers"})
+    assert all(a.question in html and a.span[0].text in html for a in answers if a.span is not None)
+
+
+def test_ask_explains_bad_questions(hf_bert_dir):
+    nlp = trained_qa(hf_bert_dir, steps=1)
+    doc = nlp.make_doc("the cat sat on the mat .")
+    with pytest.raises(ValueError, match="every question must be a non-empty string"):
+        ask(nlp, doc, ["  "])
+    with pytest.raises(ValueError, match="the Doc is empty"):
+        ask(nlp, nlp.make_doc(""), ["who ?"])
+    with pytest.raises(ValueError, match="first segment of .* pieces leaves no room"):
+        ask(nlp, doc, ["who " * 80 + "?"])
+
+
+def test_scores_split_answerable_and_unanswerable():
+    nlp = spacy.blank("en")
+
+    def example(answer, gold):
+        predicted, reference = make_qa_doc(nlp, "q ?", "the cat sat"), make_qa_doc(nlp, "q ?", "the cat sat")
+        predicted.spans["answer"] = [predicted[3:4]] if answer else []
+        reference.spans["answer"] = [reference[3:4]] if gold else []
+        return Example(predicted, reference)
+
+    scores = score_answers([example(True, True), example(False, True), example(False, False), example(True, False)])
+    assert scores["qa_hasans_exact"] == 0.5 and scores["qa_noans_accuracy"] == 0.5 and scores["qa_exact"] == 0.5
 
 
 def test_scores_are_squads_exact_and_f1():

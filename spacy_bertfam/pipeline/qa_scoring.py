@@ -1,0 +1,88 @@
+"""SQuAD scoring: exact match and token F1 (v1.1 and v2.0), and choosing the no-answer threshold."""
+import re
+import string
+from collections import Counter
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import registry
+
+from ..corpora.squad import ANSWER_KEY, answer_texts
+
+
+@registry.scorers("spacy-bertfam.span_qa_scorer.v1")
+def make_span_qa_scorer(spans_key: str = ANSWER_KEY) -> Callable:
+    """`spacy-bertfam.span_qa_scorer.v1`: SQuAD exact match and token F1 (qa_exact, qa_f1), see
+    `score_answers`.
+
+    spans_key (str): the doc.spans key of the predicted answer; gold answers are read from the
+        reference's doc.spans["answers"], else ["answer"].
+    """
+    def score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+        return score_answers(examples, spans_key=spans_key)
+
+    return score
+
+
+def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -> Dict[str, Optional[float]]:
+    """SQuAD's exact match and token F1, each the best over a question's gold answers (an
+    unanswerable question scores 1 only when no answer is given). With unanswerable questions
+    in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy."""
+    rows = []
+    for eg in examples:
+        predicted = eg.predicted.spans.get(spans_key) if eg.predicted.spans else None
+        guess = predicted[0].text if predicted else ""
+        golds = answer_texts(eg.reference)
+        rows.append((bool(golds), *_best_scores(guess, golds or [""])))
+    if not rows:
+        return {"qa_exact": None, "qa_f1": None}
+    has, exact, f1 = (np.asarray(c) for c in zip(*rows))
+    scores = {"qa_exact": float(exact.mean()), "qa_f1": float(f1.mean())}
+    if not has.all():
+        scores["qa_hasans_exact"] = float(exact[has].mean()) if has.any() else None
+        scores["qa_hasans_f1"] = float(f1[has].mean()) if has.any() else None
+        scores["qa_noans_accuracy"] = float(exact[~has].mean())
+    return scores
+
+
+def best_null_threshold(rows: Sequence[Tuple[float, str, Doc]]) -> Tuple[float, float]:
+    """The threshold tau with the best mean F1, and that F1.
+
+    rows: per question, the best span's log-score margin over "no answer", its text, and
+        the gold Doc. A question is answered when its margin > tau; candidates are 0 and
+        the midpoints between sorted margins (SQuAD 2.0's own evaluation searches the same way).
+    """
+    margins = np.asarray([m for m, _, _ in rows], dtype=np.float64)
+    answered = np.asarray([_best_scores(text, answer_texts(g) or [""])[1] for _, text, g in rows])
+    withheld = np.asarray([float(not answer_texts(g)) for _, _, g in rows])
+    finite = np.sort(margins[np.isfinite(margins)])
+    candidates = np.unique(np.concatenate([[0.0], (finite[1:] + finite[:-1]) / 2, finite[:1] - 1, finite[-1:] + 1]))
+    best = (-1.0, 0.0)
+    for tau in candidates:
+        f1 = float(np.where(margins > tau, answered, withheld).mean())
+        if f1 > best[0] or (f1 == best[0] and abs(tau) < abs(best[1])):
+            best = (f1, float(tau))
+    return best[1], best[0]
+
+
+def _best_scores(guess: str, golds: List[str]) -> Tuple[float, float]:
+    return (max(float(_normalise(guess) == _normalise(g)) for g in golds), max(_token_f1(guess, g) for g in golds))
+
+
+def _normalise(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, articles or extra spaces."""
+    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+def _token_f1(guess: str, gold: str) -> float:
+    g, t = _normalise(guess).split(), _normalise(gold).split()
+    if not g or not t:
+        return float(g == t)
+    common = sum((Counter(g) & Counter(t)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(g), common / len(t)
+    return 2 * precision * recall / (precision + recall)
