@@ -58,6 +58,11 @@ class EncoderListener(Model):
         self.attrs["upstream"] = upstream
         self._initializing = False  # spaCy relinks after initialising every component
 
+    @property
+    def linked_encoder(self) -> Optional[str]:
+        """The name of the encoder component it is linked to (None before linking)."""
+        return self.attrs["upstream"]
+
     def layers_read(self) -> List[int]:
         """The normalised encoder layers this listener pools from (once linked)."""
         return pooler_layers(self.pooler)

@@ -54,7 +54,7 @@ def ask_all(nlp: Language, asks: Iterable[Tuple[Doc, Sequence[str]]], *, compone
     tok2vec = qa.model.get_ref("tok2vec") if qa.model.has_ref("tok2vec") else None
     needed = [component]
     if isinstance(tok2vec, EncoderListener):  # the encoder it listens to runs on the QA Docs too
-        needed.insert(0, tok2vec.attrs["upstream"])
+        needed.insert(0, tok2vec.linked_encoder)
     with nlp.select_pipes(enable=needed):
         processed = list(nlp.pipe(qa_docs, batch_size=batch_size))
     answers: List[List[Answer]] = [[] for _ in asks]
