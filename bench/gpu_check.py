@@ -143,14 +143,17 @@ def train_every_config(work: Path, gpu_id: int, steps: int) -> Dict[str, Any]:
             _run([py, "-m", "spacy", "train", str(ROOT / f"configs/{name}.cfg"), "--output", f"training/{name}",
                   "--gpu-id", str(gpu_id), "--training.max_steps", str(steps), "--training.max_epochs", "0",
                   "--training.eval_frequency", str(steps)], work)
+            metrics = work / f"training/{name}/metrics.json"
             if name == "qa":
-                scores = _run([py, "-m", "spacy_bertfam", "evaluate-qa", f"training/{name}/model-last",
-                               "corpus/squad/dev.spacy"], work).strip().splitlines()[-1]
+                _run([py, "-m", "spacy_bertfam", "evaluate-qa", f"training/{name}/model-last",
+                      "corpus/squad/dev.spacy", "--output", str(metrics)], work)
             else:
                 dev = "corpus/banking77/dev.spacy" if "textcat" in name else "corpus/wnut17_dev.spacy"
-                scores = _run([py, "-m", "spacy", "evaluate", f"training/{name}/model-last", dev, "--gpu-id",
-                               str(gpu_id)], work).strip().splitlines()[-1]
-            out[name] = {"trained": True, "evaluated": scores[:200]}
+                _run([py, "-m", "spacy", "evaluate", f"training/{name}/model-last", dev, "--gpu-id", str(gpu_id),
+                      "--output", str(metrics)], work)
+            scores = json.loads(metrics.read_text())
+            out[name] = {"trained": True, **{k: scores.get(k) for k in ("ents_f", "cats_score", "qa_f1", "speed")
+                                             if k in scores}}
         except RuntimeError as e:
             out[name] = {"trained": False, "error": str(e)[-1500:]}
     out["round_trip"] = _round_trip(work / "training/ner/model-last", gpu_id)
