@@ -65,6 +65,13 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
     logger.info("Loaded %s encoder weights from %s", family, checkpoint.source)
 
 
+def load_path_into(model: Model, path: Union[str, Path]) -> None:
+    """Read the checkpoint at `path` into an encoder Model; a missing one says how to make it."""
+    if not Path(path).exists():
+        raise CheckpointError(f"Checkpoint not found: {path}. {contract_of(model).checkpoint_hint()}")
+    load_checkpoint_into(model, read_checkpoint(path))
+
+
 @registry.misc("spacy-bertfam.CheckpointLoader.v1")
 def checkpoint_loader(path: Union[str, Path]) -> EncoderLoader:
     """Load any supported checkpoint directory (ours, Hugging Face BERT/GPT-2/GPT-1, bilm-tf ELMo).
@@ -73,9 +80,7 @@ def checkpoint_loader(path: Union[str, Path]) -> EncoderLoader:
     """
 
     def load(model: Model) -> None:
-        if not Path(path).exists():
-            raise CheckpointError(f"Checkpoint not found: {path}. {contract_of(model).checkpoint_hint()}")
-        load_checkpoint_into(model, read_checkpoint(path))
+        load_path_into(model, path)
 
     return load
 
@@ -92,10 +97,7 @@ def pretrained_loader(name: str = "all-MiniLM-L6-v2", checkpoint: Optional[Union
     """
 
     def load(model: Model) -> None:
-        path = checkpoint if checkpoint is not None else pretrained_path(name)
-        if not Path(path).exists():
-            raise CheckpointError(f"Checkpoint not found: {path}. {contract_of(model).checkpoint_hint()}")
-        load_checkpoint_into(model, read_checkpoint(path))
+        load_path_into(model, checkpoint if checkpoint is not None else pretrained_path(name))
 
     return load
 

@@ -10,14 +10,13 @@ import spacy
 from spacy_bertfam.loaders import checkpoint_loader, random_init
 
 from ..conftest import make_hf_bert, make_hf_gpt
+from ..fuzz.pipelines import ELMO
 from .pipelines import build, examples
 from .test_gpt_lm import TINY_GPT
 
 # Short texts, an empty one and long ones that need several windows (window 64).
 TEXTS = ["the cat sat on the mat", "", "hello world " * 60, "the dog ran", "bank " * 3,
          "the river bank and the world " * 25, "cat"] * 3
-ELMO = {"@architectures": "spacy-bertfam.ElmoBiLM.v1", "char_width": 4, "filters": [[1, 8], [2, 8]],
-        "cell_width": 16, "projection_width": 8, "n_layers": 2, "dropout": 0.0}
 
 
 @pytest.fixture(scope="module")
