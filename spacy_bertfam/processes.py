@@ -5,19 +5,15 @@ A child forked after the parent has run torch on several threads deadlocks in it
 multi-threaded torch call (the OpenMP thread pool does not survive a fork), so every
 forked child runs torch on one thread: with N workers that is also the right share of
 the cores. The workers send Docs back as bytes, so the stored encoder outputs
-(`doc._.bertfam`) must serialise: `DocEncoding` has a msgpack encoder and decoder.
+(`doc._.bertfam`) must serialise: `DocEncoding` has a msgpack form (encoders/contract.py).
 """
 import ctypes
 import ctypes.util
 import logging
 import os
 
-import srsly
 import torch
 
-from .encoders.contract import DocEncoding
-
-_TAG = "__spacy_bertfam.DocEncoding__"
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 logger = logging.getLogger("spacy_bertfam")
 _returning = False
@@ -48,26 +44,3 @@ def return_freed_memory() -> None:
     libc = ctypes.CDLL(name) if name else None
     if libc is not None and hasattr(libc, "mallopt") and libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20):
         logger.info("Very long training batch: freed blocks of 1 MiB or more now go back to the system")
-
-
-@srsly.msgpack_encoders("spacy_bertfam.DocEncoding")
-def encode_doc_encoding(obj, chain=None):
-    """msgpack form of a `DocEncoding` (its arrays go through srsly's NumPy encoder)."""
-    if isinstance(obj, DocEncoding):
-        return {_TAG: True, "layers": {str(k): _host(v) for k, v in obj.layers.items()},
-                "token_lengths": _host(obj.token_lengths), "token_pieces": _host(obj.token_pieces)}
-    return obj if chain is None else chain(obj)
-
-
-def _host(array):
-    """A NumPy array (CuPy arrays are copied back to the host)."""
-    return array.get() if hasattr(array, "get") else array
-
-
-@srsly.msgpack_decoders("spacy_bertfam.DocEncoding")
-def decode_doc_encoding(obj, chain=None):
-    """The inverse of `encode_doc_encoding`."""
-    if isinstance(obj, dict) and obj.get(_TAG):
-        return DocEncoding(layers={int(k): v for k, v in obj["layers"].items()},
-                           token_lengths=obj["token_lengths"], token_pieces=obj["token_pieces"])
-    return obj if chain is None else chain(obj)

@@ -30,6 +30,7 @@ from torch import nn
 from ..tokenization import PieceTokenizer
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
+_DOC_ENCODING_TAG = "__spacy_bertfam.DocEncoding__"
 PRECISIONS = ("fp32", "bf16", "fp16")
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -65,6 +66,29 @@ class DocEncoding:
     def n_pieces(self) -> int:
         """Pieces in the Doc (0 when no layer is stored)."""
         return 0 if not self.layers else int(next(iter(self.layers.values())).shape[0])
+
+
+@srsly.msgpack_encoders("spacy_bertfam.DocEncoding")
+def encode_doc_encoding(obj, chain=None):
+    """msgpack form of a `DocEncoding` (its arrays go through srsly's NumPy encoder)."""
+    if isinstance(obj, DocEncoding):
+        return {_DOC_ENCODING_TAG: True, "layers": {str(k): _host(v) for k, v in obj.layers.items()},
+                "token_lengths": _host(obj.token_lengths), "token_pieces": _host(obj.token_pieces)}
+    return obj if chain is None else chain(obj)
+
+
+def _host(array):
+    """A NumPy array (CuPy arrays are copied back to the host)."""
+    return array.get() if hasattr(array, "get") else array
+
+
+@srsly.msgpack_decoders("spacy_bertfam.DocEncoding")
+def decode_doc_encoding(obj, chain=None):
+    """The inverse of `encode_doc_encoding`."""
+    if isinstance(obj, dict) and obj.get(_DOC_ENCODING_TAG):
+        return DocEncoding(layers={int(k): v for k, v in obj["layers"].items()},
+                           token_lengths=obj["token_lengths"], token_pieces=obj["token_pieces"])
+    return obj if chain is None else chain(obj)
 
 
 @dataclass
