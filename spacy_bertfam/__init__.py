@@ -6,6 +6,7 @@ from .pipeline.elmo_features import make_elmo_features  # noqa: F401
 from .pipeline.encoder import EncoderComponent  # noqa: F401
 from .pipeline.gpt_lm import GptLmComponent, make_gpt_lm  # noqa: F401
 from .pipeline.listener import EncoderListener  # noqa: F401
+from .pipeline.partial_textcat import PartialTextCategorizer, make_partial_textcat  # noqa: F401
 from .pipeline.questions import Answer, ask, ask_all  # noqa: F401
 from .pipeline.span_qa import SpanQA, make_span_qa  # noqa: F401
 

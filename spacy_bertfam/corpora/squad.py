@@ -111,16 +111,21 @@ def write_squad(path: Union[str, Path], output: Union[str, Path], nlp: Language,
 
 @registry.readers("spacy-bertfam.QACorpus.v1")
 def qa_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> Callable[[Language], Iterable[Example]]:
-    """Examples from a .spacy file of QA Docs whose predicted side keeps the question mark-up.
+    """Examples from a .spacy file (or a folder of them) whose QA Docs keep the question mark-up.
 
     spaCy's own Corpus re-tokenizes the text into a bare Doc, losing
-    doc.spans["first_segment"]; here the predicted Doc keeps the reference tokens and it.
+    doc.spans["first_segment"]; here the predicted side of a QA Doc keeps the reference
+    tokens and it. Other Docs (NER or textcat examples of a corpus that mixes tasks) are
+    read as spaCy's Corpus reads them.
     """
     corpus = Corpus(path, limit=limit, shuffle=shuffle)
 
     def read(nlp: Language) -> Iterator[Example]:
         for eg in corpus(nlp):
             reference = eg.reference
+            if not first_segment_end(reference):
+                yield eg
+                continue
             predicted = Doc(nlp.vocab, words=[t.text for t in reference],
                             spaces=[bool(t.whitespace_) for t in reference])
             predicted.spans[FIRST_SEGMENT] = [predicted[: question_length(reference)]]

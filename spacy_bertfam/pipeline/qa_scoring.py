@@ -10,6 +10,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from ..corpora.squad import ANSWER_KEY, answer_texts
+from ..tokenization.words import first_segment_end
 
 
 @registry.scorers("spacy-bertfam.span_qa_scorer.v1")
@@ -29,9 +30,12 @@ def make_span_qa_scorer(spans_key: str = ANSWER_KEY) -> Callable:
 def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -> Dict[str, Optional[float]]:
     """SQuAD's exact match and token F1, each the best over a question's gold answers (an
     unanswerable question scores 1 only when no answer is given). With unanswerable questions
-    in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy."""
+    in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy. Examples
+    without a question (ordinary Docs of a corpus that mixes tasks) are not scored."""
     rows = []
     for eg in examples:
+        if not first_segment_end(eg.predicted):
+            continue
         predicted = eg.predicted.spans.get(spans_key) if eg.predicted.spans else None
         guess = predicted[0].text if predicted else ""
         golds = answer_texts(eg.reference)
