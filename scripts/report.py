@@ -171,7 +171,9 @@ def package_meta(metrics: Path, version: str) -> Dict:
                            "through listeners by ner (WNUT-17's six types), textcat (Banking77's 77 intents) and "
                            "span_qa (extractive QA, SQuAD v1.1): entities and categories from one encoder pass; "
                            "answers with spacy_bertfam.ask(nlp, doc, questions). Scores: the workflow's dev sets "
-                           "(metrics/COMPARISON.md).",
+                           "(metrics/COMPARISON.md). Licences: weights all-MiniLM-L6-v2, Apache-2.0; training data "
+                           "WNUT-17 and Banking77, CC BY 4.0; SQuAD v1.1, CC BY-SA 4.0; the books, public domain.",
+            "author": "spacy-bertfam",
             "sources": SOURCES, "performance": performance}
 
 

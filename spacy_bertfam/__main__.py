@@ -20,6 +20,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     dl.add_argument("--force", action="store_true", help="reinstall even if present")
     demo = sub.add_parser("demo", help="entities, categories and answers of en_bertfam (or MODEL) on a sample text")
     demo.add_argument("model", nargs="?", default="en_bertfam", help="package name or pipeline folder")
+    demo.add_argument("--html", type=Path, help="also write displaCy's rendering of the entities and answers here")
     init = sub.add_parser("init-encoder", help="save a pipeline holding an initialised bert_encoder")
     init.add_argument("output")
     source = init.add_mutually_exclusive_group()
@@ -56,7 +57,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "demo":
         from .demo import run
 
-        print(run(args.model))
+        print(run(args.model, html=args.html))
     elif args.command == "init-encoder":
         _init_encoder(args.output, args.pretrained, args.checkpoint)
     elif args.command == "init-config":

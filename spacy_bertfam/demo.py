@@ -1,11 +1,14 @@
-"""`python -m spacy_bertfam demo [MODEL]`: what en_bertfam does with a sample text.
+"""`python -m spacy_bertfam demo [MODEL] [--html FILE]`: what en_bertfam does with a sample text.
 
 One `nlp(text)` gives the entities and the categories (one encoder pass for both);
-`ask` answers questions about the same Doc with Spans of it.
+`ask` answers questions about the same Doc with Spans of it. `--html` also writes
+displaCy's rendering of that Doc's entities and answers.
 """
-from typing import Sequence
+from pathlib import Path
+from typing import Optional, Sequence
 
 import spacy
+from spacy import displacy
 
 from .pipeline.questions import ask
 
@@ -14,8 +17,10 @@ TEXT = ("I moved from Chicago to Berlin last month and my new Revolut card still
 QUESTIONS = ("Where did I move to?", "What has not arrived?")
 
 
-def run(model: str = "en_bertfam", text: str = TEXT, questions: Sequence[str] = QUESTIONS) -> str:
-    """The report of `model` (a package name or a pipeline folder) on `text`."""
+def run(model: str = "en_bertfam", text: str = TEXT, questions: Sequence[str] = QUESTIONS,
+        html: Optional[Path] = None) -> str:
+    """The report of `model` (a package name or a pipeline folder) on `text`; with `html`, the
+    Doc's entities and answers rendered by displaCy into that file."""
     nlp = spacy.load(model)
     doc = nlp(text)
     lines = [f"{model} ({', '.join(nlp.pipe_names)}) on:", f"  {text}", "", "Entities:"]
@@ -29,4 +34,12 @@ def run(model: str = "en_bertfam", text: str = TEXT, questions: Sequence[str] = 
         for answer in ask(nlp, doc, questions):
             found = f"{answer.span.text!r} (p={answer.score:.3f})" if answer.span is not None else "no answer"
             lines.append(f"  {answer.question} -> {found}")
+    if html is not None:
+        parts = [displacy.render(doc, style="ent", page=False)]
+        if "answers" in doc.spans:
+            parts.append(displacy.render(doc, style="span", options={"spans_key": "answers"}, page=False))
+        Path(html).parent.mkdir(parents=True, exist_ok=True)
+        Path(html).write_text(f"<html><body><h3>{model}: entities</h3>{parts[0]}<h3>answers</h3>"
+                              f"{''.join(parts[1:])}</body></html>", encoding="utf8")
+        lines.append(f"displaCy rendering: {html}")
     return "\n".join(lines)

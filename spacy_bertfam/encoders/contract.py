@@ -122,8 +122,9 @@ class EncoderContract:
     width (int): width of every layer output.
     default_pooling (str): how a token's pieces are pooled unless a listener says
         otherwise ("mean"; "last" for causal decoders).
-    pairs (bool): encodes sentence pairs (a Doc with a first segment, see
-        `tokenization.pairs`); families without a separator refuse them.
+    pairs (bool): encodes sentence pairs jointly (a Doc with a first segment, see
+        `tokenization.words`, as [CLS] A [SEP] B [SEP]); families without a separator
+        encode A and B as two sequences of their own.
     tokenizer (Optional[PieceTokenizer]): the piece vocabulary, empty until a loader
         fills it; None for ELMo, which reads characters.
     batch_pieces (int): the padded positions per encoder call the encoder is built

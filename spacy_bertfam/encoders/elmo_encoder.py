@@ -14,6 +14,7 @@ from torch import nn
 
 from ..models.elmo import ElmoBiLM
 from ..tokenization.characters import batch_char_ids
+from ..tokenization.words import first_segment_end
 from .contract import CONTRACT, EncodedBatch, EncoderContract, EncoderShim, contract_of
 from .outputs import join_gradients, split_outputs
 
@@ -54,9 +55,16 @@ def build_elmo_encoder(encoder: ElmoBiLM) -> Model[List[Doc], EncodedBatch]:
 
 
 def _sentences(doc: Doc) -> List[Tuple[int, int]]:
+    """Token ranges read as separate sequences: the sentences, and a sentence pair's two
+    segments (a QA Doc's question and context) apart."""
+    lead = first_segment_end(doc)
     if len(doc) and doc.has_annotation("SENT_START"):
-        return [(s.start, s.end) for s in doc.sents]
-    return [(0, len(doc))] if len(doc) else []
+        spans = [(s.start, s.end) for s in doc.sents]
+    else:
+        spans = [(0, len(doc))] if len(doc) else []
+    if not lead:
+        return spans
+    return [(0, lead)] + [(max(s, lead), e) for s, e in spans if e > lead]
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatch, Callable]:

@@ -20,7 +20,7 @@ from ..processes import return_freed_memory
 from ..tokenization import PieceTokenizer
 from ..tokenization.alignment import DocPieces, align_tokens
 from ..tokenization.windows import WindowPlan, plan_windows
-from ..tokenization.words import FIRST_SEGMENT, first_segment_end, token_words
+from ..tokenization.words import first_segment_end, token_words
 from .contract import CONTRACT, EncodedBatch, EncoderContract, EncoderShim, contract_of
 from .outputs import join_gradients, split_outputs
 
@@ -116,8 +116,9 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     tokenizer = contract.tokenizer
     pieces = align_tokens(tokenizer, [token_words(doc, layout.words) for doc in docs],
                           unk_id=tokenizer.piece_id(layout.unknown))
+    sequences, starts, leads = _sequences(contract, docs, pieces)
     plan = plan_windows(
-        [p.ids for p in pieces],
+        sequences,
         window=layout.window,
         stride=layout.stride,
         prefix=[tokenizer.piece_id(p) for p in layout.prefix],
@@ -125,12 +126,13 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
         padding_id=layout.padding_id,
         combine=layout.combine,
         batch_pieces=contract.batch_pieces,
-        leads=_first_segments(contract, docs, pieces),
+        leads=leads,
         separator=[tokenizer.piece_id(p) for p in layout.separator or ()],
     )
+    offsets = plan.doc_offsets[starts]  # a Doc's sequences are consecutive rows
     layer_ids = contract.requested_layers()
     lm_weight = contract.lm_weight if is_train else 0.0
-    lm = _lm_targets(pieces, plan) if lm_weight > 0 else None
+    lm = _lm_targets(pieces, offsets) if lm_weight > 0 else None
     if lm is not None:
         layer_ids = sorted(set(layer_ids) | {contract.n_layers - 1})  # the LM reads the top
     shim: EncoderShim = model.shims[0]
@@ -146,13 +148,13 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     outputs = list(outputs)
     lm_loss = outputs.pop() if lm is not None else None
     alignments = [(p.token_lengths, p.token_pieces) for p in pieces]
-    batch = EncodedBatch(split_outputs([torch2xp(t) for t in outputs], layer_ids, plan.doc_offsets, alignments),
+    batch = EncodedBatch(split_outputs([torch2xp(t) for t in outputs], layer_ids, offsets, alignments),
                          lm_loss=None if lm_loss is None else float(lm_loss.detach()))
 
     def backprop(d_encodings: List[Dict[int, object]]) -> List[Doc]:
         if plan.ids.shape[0] == 0:
             return docs  # no piece in the batch: nothing reached the encoder
-        grads = join_gradients(model.ops, d_encodings, layer_ids, plan.doc_offsets, contract.width)
+        grads = join_gradients(model.ops, d_encodings, layer_ids, offsets, contract.width)
         grads_torch = [xp2torch(g, device=shim.device) for g in grads]
         tensors = list(outputs)
         if lm_loss is not None:
@@ -164,29 +166,39 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     return batch, backprop
 
 
-def _first_segments(contract: EncoderContract, docs: List[Doc], pieces: List[DocPieces]) -> List[int]:
-    """Pieces in each doc's segment A (0 for a doc that is not a pair)."""
-    leads = []
+def _sequences(contract: EncoderContract, docs: List[Doc], pieces: List[DocPieces]
+               ) -> Tuple[List[np.ndarray], np.ndarray, List[int]]:
+    """The piece sequences to window, the index of each Doc's first one (plus the total),
+    and each sequence's lead (segment A's pieces, 0 for none).
+
+    A sentence pair (a Doc with a first segment) is one sequence with a lead where the
+    family has a separator (BERT's [CLS] A [SEP] B [SEP]); where it has none (GPT), A and B
+    are encoded as two sequences of their own, which is what a head that attends from one
+    to the other (BiAttentionQA) reads.
+    """
+    sequences, starts, leads = [], [], []
     for doc, doc_pieces in zip(docs, pieces):
+        starts.append(len(sequences))
         n_tokens = first_segment_end(doc)
-        if n_tokens and not contract.pairs:
-            raise ValueError(f"{contract.family} encoders do not encode sentence pairs, but a Doc has "
-                             f"doc.spans['{FIRST_SEGMENT}']")
-        if not n_tokens:
-            leads.append(0)
-            continue
-        n_token_pieces = int(doc_pieces.token_lengths[:n_tokens].sum())
-        leads.append(int(doc_pieces.token_pieces[:n_token_pieces].max()) + 1)
-    return leads
+        lead = int(doc_pieces.token_pieces[: int(doc_pieces.token_lengths[:n_tokens].sum())].max()) + 1 \
+            if n_tokens else 0
+        if lead and not contract.pairs:
+            sequences += [doc_pieces.ids[:lead], doc_pieces.ids[lead:]]
+            leads += [0, 0]
+        else:
+            sequences.append(doc_pieces.ids)
+            leads.append(lead)
+    starts.append(len(sequences))
+    return sequences, np.asarray(starts, dtype=np.int64), leads
 
 
-def _lm_targets(pieces: List[DocPieces], plan: WindowPlan) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+def _lm_targets(pieces: List[DocPieces], offsets: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     """Output rows whose hidden state predicts a next piece, and that piece's id."""
     rows, targets = [], []
     for d, doc_pieces in enumerate(pieces):
         n = doc_pieces.n_pieces
         if n > 1:
-            rows.append(plan.doc_offsets[d] + np.arange(n - 1))
+            rows.append(offsets[d] + np.arange(n - 1))
             targets.append(doc_pieces.ids[1:])
     if not rows:
         return None

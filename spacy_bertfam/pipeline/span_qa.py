@@ -26,6 +26,7 @@ from thinc.api import Model, chain
 from thinc.types import Floats2d
 
 from ..corpora.squad import ANSWER_KEY, question_length
+from ..heads.bi_attention import build_bi_attention
 from ..heads.span_logits import build_span_logits
 from ..pretrained import packaged_sizes
 from ..tokenization.words import first_segment_end
@@ -53,6 +54,32 @@ def span_qa_v1(tok2vec: Model[List[Doc], List[Floats2d]]) -> Model[List[Doc], Li
     model = chain(tok2vec, build_span_logits())
     model.set_ref("tok2vec", tok2vec)
     return model
+
+
+@registry.architectures("spacy-bertfam.BiAttentionQA.v1")
+def bi_attention_qa_v1(tok2vec: Model[List[Doc], List[Floats2d]], hidden_width: int = 128,
+                       dropout: float = 0.1) -> Model[List[Doc], List[Floats2d]]:
+    """BiDAF's bi-attention head (Seo et al. 2017; the ELMo paper's SQuAD model) over the
+    listener's token vectors of a QA Doc, whose question the encoder reads as its own
+    sequence where the family has no separator (ELMo, GPT); same scores as SpanQA.v1.
+
+    hidden_width: each direction of the modelling LSTMs; dropout: on their inputs.
+    """
+    head = build_bi_attention(tok2vec.get_dim("nO"), hidden_width, dropout)
+    model = Model("bi_attention_qa", _bi_attention_forward, init=_bi_attention_init, layers=[tok2vec, head])
+    model.set_ref("tok2vec", tok2vec)
+    return model
+
+
+def _bi_attention_init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
+    model.layers[0].initialize(X=X)
+
+
+def _bi_attention_forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
+    tok2vec, head = model.layers
+    X, bp_X = tok2vec(docs, is_train)
+    scores, bp_scores = head((X, [first_segment_end(doc) for doc in docs]), is_train)
+    return scores, lambda d_scores: bp_X(bp_scores(d_scores))
 
 
 DEFAULT_MODEL = {
@@ -188,8 +215,27 @@ class SpanQA(TrainablePipe):
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
         """Initialise the model on up to 10 examples' predicted Docs (the head infers its input width)."""
         validate_get_examples(get_examples, "SpanQA.initialize")
+        if nlp is not None:
+            self._check_encoding(nlp)
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         self.model.initialize(X=docs)
+
+    def _check_encoding(self, nlp: Language) -> None:
+        """SpanQA.v1 reads context vectors that saw the question (BERT's pair encoding); an
+        encoder without a separator reads the two apart, and that head would answer blind."""
+        listener = self.model.get_ref("tok2vec") if self.model.has_ref("tok2vec") else None
+        upstream = getattr(listener, "linked_encoder", None)
+        if upstream is None or not any(node.name == "span_logits" for node in self.model.walk()):
+            return
+        contract = nlp.get_pipe(upstream).contract
+        if not contract.pairs:
+            raise ValueError(
+                f"{self.name}: spacy-bertfam.SpanQA.v1 scores context tokens that were encoded together with "
+                f"the question ([CLS] question [SEP] context [SEP]), but the {contract.family} encoder "
+                f"'{upstream}' has no separator and encodes them apart. Use "
+                f"spacy-bertfam.BiAttentionQA.v1, which attends from the context to the question "
+                f"(configs/qa_{contract.family}.cfg)."
+            )
 
 
 def _log_probs(scores: np.ndarray, n_question: int) -> np.ndarray:

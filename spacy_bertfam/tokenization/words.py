@@ -16,14 +16,16 @@ def token_words(doc: Doc, mode: str) -> List[str]:
     """Each token as the tokenizer sees it.
 
     mode: "text" (the token's text), or "space_before" (the whitespace before the token,
-        then its text, so that byte-level BPE sees " world" as GPT-2 does in running text).
+        then its text, so that byte-level BPE sees " world" as GPT-2 does in running text;
+        a pair's second segment starts a sequence of its own, so its first token has none).
     """
     if mode == "text":
         return [t.text for t in doc]
     if mode != "space_before":
         raise ValueError(f"Unknown word mode '{mode}'; expected one of {WORD_MODES}")
     # The whitespace before each token is the previous token's trailing whitespace.
-    return [(doc[t.i - 1].whitespace_ if t.i else "") + t.text for t in doc]
+    starts = {0, first_segment_end(doc)}
+    return [("" if t.i in starts else doc[t.i - 1].whitespace_) + t.text for t in doc]
 
 
 def first_segment_end(doc: Doc) -> int:

@@ -19,10 +19,9 @@ from spacy_bertfam.encoders import torch_encoder
 from spacy_bertfam.pipeline.qa_scoring import score_answers
 from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
-from ..conftest import TEST_DATA, make_hf_gpt
+from ..conftest import TEST_DATA
 from .pipelines import TINY_ENCODER, listener
 from .test_bert_encoder import tiny_nlp
-from .test_gpt_lm import gpt_nlp
 
 SQUAD = TEST_DATA / "squad"
 V1 = SQUAD / "squad-v1.1-dev-3-articles.json"
@@ -93,9 +92,6 @@ def test_pair_errors_are_explained(hf_bert_dir, tmp_path):
     doc.spans[FIRST_SEGMENT] = [doc[2:4]]
     with pytest.raises(ValueError, match="must hold one span that starts at the first token"):
         nlp(doc)
-    gpt = gpt_nlp(make_hf_gpt(tmp_path / "gpt"))
-    with pytest.raises(ValueError, match="gpt encoders do not encode sentence pairs"):
-        gpt(make_qa_doc(gpt, QUESTION, CONTEXT))
     with pytest.raises(ValueError, match="The context is empty"):
         make_qa_doc(nlp, QUESTION, "  ")
 
