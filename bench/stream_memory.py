@@ -3,14 +3,17 @@
 The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; the stream
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
 repeated until 1M tokens, batch 64. Prints RSS every 100k tokens, with and without
-`drop_outputs`, and the growth after warm-up (the first 100k tokens).
-`python bench/stream_memory.py [--tokens 1000000]`
+`drop_outputs`, and the growth after warm-up (from 300k tokens on: the tweets, then the first books).
+`python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
+keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 1 MiB
+(processes.return_freed_memory) from the start; each prints its words/s too.
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+import time
 from itertools import cycle
 from pathlib import Path
 
@@ -36,10 +39,14 @@ def texts():
     return cycle(tweets + paragraphs)
 
 
-def run(tokens: int, drop_outputs: bool) -> list:
+def run(tokens: int, drop_outputs: bool, free_blocks: bool) -> dict:
     import spacy
     from spacy.training import Example
 
+    from spacy_bertfam.processes import return_freed_memory
+
+    if free_blocks:
+        return_freed_memory()
     config = spacy.util.load_config(ROOT / "configs" / "ner.cfg")
     config["components"]["bert_encoder"]["drop_outputs"] = drop_outputs
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
@@ -54,29 +61,32 @@ def run(tokens: int, drop_outputs: bool) -> list:
                 return
             yield text
 
+    start = time.perf_counter()
     for doc in nlp.pipe(limited(), batch_size=64):
         seen += len(doc)
         if seen >= mark:
             series.append((mark, round(rss_mb())))
             mark += 100_000
-    return series
+    return {"series": series, "words_per_s": seen / (time.perf_counter() - start)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=1_000_000)
-    parser.add_argument("--child", choices=["keep", "drop"])
+    parser.add_argument("--settings", nargs="+", default=["keep", "drop"])
+    parser.add_argument("--child")
     args = parser.parse_args()
-    if args.child:  # one setting per process, so the two runs do not share memory
-        print(json.dumps(run(args.tokens, args.child == "drop")))
+    if args.child:  # one setting per process, so the runs do not share memory
+        print(json.dumps(run(args.tokens, args.child.startswith("drop"), args.child.endswith("+free"))))
         return
-    for setting in ("keep", "drop"):
+    for setting in args.settings:
         out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--child", setting],
                              capture_output=True, text=True, check=True).stdout
-        series = json.loads(out.strip().splitlines()[-1])
-        first, last = series[0][1], series[-1][1]
-        print(f"drop_outputs={setting == 'drop'}: RSS (MB) every 100k tokens: {[r for _, r in series]}; "
-              f"growth after the first 100k: {100 * (last - first) / first:+.1f}%")
+        result = json.loads(out.strip().splitlines()[-1])
+        series = [r for _, r in result["series"]]
+        warm = series[min(2, len(series) - 1)]
+        print(f"{setting}: RSS (MB) every 100k tokens: {series}; growth after the first 300k: "
+              f"{100 * (series[-1] - warm) / warm:+.1f}%; {result['words_per_s']:,.0f} words/s", flush=True)
 
 
 if __name__ == "__main__":

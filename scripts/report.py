@@ -15,8 +15,11 @@ import srsly
 ROWS = [
     ("BERT (MiniLM-L6), fine-tuned", {"ner": "ner_bert", "textcat": "textcat_bert", "qa": "qa_bert"}),
     ("BERT (MiniLM-L6), feature-based: frozen, last 4 layers concatenated", {"ner": "ner_bert_frozen"}),
-    ("ELMo (from scratch here), scalar mix", {"ner": "ner_elmo", "textcat": "textcat_elmo"}),
-    ("GPT (from scratch here), fine-tuned + auxiliary LM loss", {"ner": "ner_gpt", "textcat": "textcat_gpt"}),
+    ("BERT (MiniLM-L6), fine-tuned, bi-attention QA head", {"qa": "qa_bert_bidaf"}),
+    ("ELMo (from scratch here), scalar mix; bi-attention QA head", {"ner": "ner_elmo", "textcat": "textcat_elmo",
+                                                                      "qa": "qa_elmo"}),
+    ("GPT (from scratch here), fine-tuned + auxiliary LM loss; bi-attention QA head",
+     {"ner": "ner_gpt", "textcat": "textcat_gpt", "qa": "qa_gpt"}),
     ("en_bertfam: one BERT, three heads, trained jointly", {"ner": "joint", "textcat": "joint", "qa": "joint"}),
 ]
 JOINT, SINGLE = "joint", {"ner": "ner_bert", "textcat": "textcat_bert", "qa": "qa_bert"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ["ner_bert", "ner_bert_frozen", "ner_elmo", "ner_gpt", "textcat_bert", "textcat_elmo", "textcat_gpt",
-        "qa_bert", "joint"]
+        "qa_bert", "qa_bert_bidaf", "qa_elmo", "qa_gpt", "joint"]
 
 CHECK = """
 import json, sys

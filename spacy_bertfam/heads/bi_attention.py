@@ -64,9 +64,7 @@ def _inputs(model: Model, X_q: Tuple[Sequence[Floats2d], Sequence[int]], is_trai
     device = model.shims[0].device
     lengths = np.asarray([len(x) for x in X])
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    c_lens = lengths - np.asarray(q_lens)
-    if (c_lens < 1).any():
-        raise ValueError("A QA Doc has no context tokens after its question: there is nothing to find an answer in")
+    c_lens = lengths - np.asarray(q_lens)  # >= 1: a first segment leaves tokens after it
     n = int(offsets[-1])
     q_index, q_mask = _index(offsets[:-1], np.asarray(q_lens), n)
     c_index, c_mask = _index(offsets[:-1] + np.asarray(q_lens), c_lens, n)
@@ -76,8 +74,7 @@ def _inputs(model: Model, X_q: Tuple[Sequence[Floats2d], Sequence[int]], is_trai
                         kwargs={})
 
     def reverse(d_inputs: ArgsKwargs) -> List[Floats2d]:
-        d_flat = d_inputs.args[0]
-        d = torch2xp(d_flat) if d_flat is not None else model.ops.alloc2f(n, X[0].shape[1])
+        d = torch2xp(d_inputs.args[0])
         return [d[offsets[i] : offsets[i + 1]] for i in range(len(X))]
 
     return inputs, reverse

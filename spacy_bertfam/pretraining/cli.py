@@ -15,20 +15,22 @@ def bertfam_pretrain_cli(
     output_path: Path = Arg(..., help="Output directory: last/ (resumable), final/ (the checkpoint), log.jsonl"),
     gpu_id: int = Opt(-1, "--gpu-id", "-g", help="GPU id, or -1 for CPU (under torchrun: the local rank's GPU)"),
     resume: bool = Opt(False, "--resume", help="Continue the run in OUTPUT_PATH from its last checkpoint"),
+    overwrite: bool = Opt(False, "--overwrite", help="Start over: delete the run OUTPUT_PATH holds (last/, final/, log)"),
 ) -> None:
     """Pretrain a BERT (masked LM + next sentence), GPT (causal LM) or ELMo (biLM)
     model from a config; overrides like `spacy train`, e.g. --training.max_steps 1000.
     Launch with `torchrun --nproc_per_node N -m spacy bertfam-pretrain ...` for
     data-parallel training."""
     overrides = parse_config_overrides(ctx.args)
-    run(config_path, output_path, overrides, gpu_id=gpu_id, resume=resume)
+    run(config_path, output_path, overrides, gpu_id=gpu_id, resume=resume, overwrite=overwrite)
 
 
 def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_id: int = -1,
-        resume: bool = False, stop_after: Optional[int] = None) -> List[Dict[str, Any]]:
+        resume: bool = False, overwrite: bool = False, stop_after: Optional[int] = None) -> List[Dict[str, Any]]:
     """Resolve the config and pretrain; the command's body, callable from Python."""
     import logging
     import os
+    import shutil
 
     import torch
     from spacy import util
@@ -53,6 +55,10 @@ def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_
             raise ValueError(f"--gpu-id {gpu_id}: torch sees no CUDA device")
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", gpu_id)))
         torch.cuda.set_device(device)
+    if overwrite and not resume and int(os.environ.get("RANK", "0")) == 0:
+        for name in ("last", "final"):
+            shutil.rmtree(output_path / name, ignore_errors=True)
+        (output_path / "log.jsonl").unlink(missing_ok=True)
     output_path.mkdir(parents=True, exist_ok=True)
     if int(os.environ.get("RANK", "0")) == 0:
         config.to_disk(output_path / "config.cfg")

@@ -168,7 +168,8 @@ def pretrain(
     output = Path(output)
     last = output / "last"
     if not resume and last.exists():
-        raise FileExistsError(f"{output} holds a run already: resume it (--resume) or choose another output")
+        raise FileExistsError(f"{output} holds a run already: resume it (--resume), start it over "
+                              "(--overwrite) or choose another output")
     if resume and not (last / STATE_FILE).is_file():
         raise FileNotFoundError(f"Nothing to resume: {last / STATE_FILE} does not exist")
     if not resume and procs.main:
