@@ -29,9 +29,10 @@ def n_params(nlp) -> int:
     for _, component in nlp.pipeline:
         if isinstance(component, EncoderComponent):
             total += sum(p.numel() for p in torch_encoder(component.model).parameters())
-        elif hasattr(component, "model"):
-            total += sum(node.get_param(name).size for node in component.model.walk()
-                         for name in node.param_names if node.has_param(name))
+        elif hasattr(component, "model"):  # thinc weights, and torch ones inside wrapped heads
+            for node in component.model.walk():
+                total += sum(node.get_param(name).size for name in node.param_names if node.has_param(name))
+                total += sum(p.numel() for shim in node.shims for p in shim._model.parameters())
     return total
 
 

@@ -132,7 +132,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     offsets = plan.doc_offsets[starts]  # a Doc's sequences are consecutive rows
     layer_ids = contract.requested_layers()
     lm_weight = contract.lm_weight if is_train else 0.0
-    lm = _lm_targets(pieces, offsets) if lm_weight > 0 else None
+    lm = _lm_targets(sequences, plan.doc_offsets) if lm_weight > 0 else None
     if lm is not None:
         layer_ids = sorted(set(layer_ids) | {contract.n_layers - 1})  # the LM reads the top
     shim: EncoderShim = model.shims[0]
@@ -192,14 +192,14 @@ def _sequences(contract: EncoderContract, docs: List[Doc], pieces: List[DocPiece
     return sequences, np.asarray(starts, dtype=np.int64), leads
 
 
-def _lm_targets(pieces: List[DocPieces], offsets: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    """Output rows whose hidden state predicts a next piece, and that piece's id."""
+def _lm_targets(sequences: List[np.ndarray], offsets: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """Output rows whose hidden state predicts a next piece of the same sequence, and that
+    piece's id (a pair's two segments are two sequences when the family has no separator)."""
     rows, targets = [], []
-    for d, doc_pieces in enumerate(pieces):
-        n = doc_pieces.n_pieces
-        if n > 1:
-            rows.append(offsets[d] + np.arange(n - 1))
-            targets.append(doc_pieces.ids[1:])
+    for k, ids in enumerate(sequences):
+        if len(ids) > 1:
+            rows.append(offsets[k] + np.arange(len(ids) - 1))
+            targets.append(ids[1:])
     if not rows:
         return None
     return np.concatenate(rows).astype(np.int64), np.concatenate(targets).astype(np.int64)

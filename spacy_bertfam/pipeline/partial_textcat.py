@@ -19,7 +19,10 @@ from thinc.api import Model
 def score_annotated_cats(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
     """spaCy's exclusive-class scores over the examples whose reference has cats."""
     annotated = [eg for eg in examples if eg.reference.cats]
-    return Scorer.score_cats(annotated, "cats", multi_label=False, **kwargs)
+    scores = Scorer.score_cats(annotated, "cats", multi_label=False, **kwargs)
+    if not annotated:  # nothing to score: no figure, rather than a 0 that spaCy would count
+        return {key: None for key in scores}
+    return scores
 
 
 @registry.scorers("spacy-bertfam.textcat_scorer.v1")
@@ -42,11 +45,12 @@ class PartialTextCategorizer(TextCategorizer):
         for eg in examples:
             cats = eg.reference.cats
             if cats and set(cats) != set(self.labels):
-                missing = sorted(set(self.labels) - set(cats))[:5]
+                missing, unknown = sorted(set(self.labels) - set(cats))[:5], sorted(set(cats) - set(self.labels))[:5]
                 raise ValueError(
-                    f"partial_textcat: a Doc's cats name {len(cats)} of the {len(self.labels)} labels "
-                    f"(missing e.g. {missing}); give every label a value (1.0 for the class, 0.0 for the "
-                    f"others), or none at all for a Doc that is not annotated for text classification"
+                    f"partial_textcat: a Doc's cats do not match the component's {len(self.labels)} labels "
+                    f"(missing e.g. {missing}, unknown e.g. {unknown}); give every label a value (1.0 for the "
+                    f"class, 0.0 for the others), or none at all for a Doc that is not annotated for text "
+                    f"classification"
                 )
         return super()._examples_to_truth(examples)
 
