@@ -2,8 +2,9 @@
 
 The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; the stream
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
-repeated until 1M tokens, batch 64. Prints RSS every 100k tokens, with and without
-`drop_outputs`, and the growth after warm-up (from 300k tokens on: the tweets, then the first books).
+repeated until 1M tokens, batch 64. Prints RSS (now, and its peak so far) every 100k tokens,
+with and without `drop_outputs`, and the growth after warm-up (from 300k tokens on: the
+tweets, then the first books). `--repeat N` streams only the first N tokens, over and over.
 `python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
 keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 1 MiB
 (processes.return_freed_memory) from the start; each prints its words/s too.
@@ -17,16 +18,20 @@ import time
 from itertools import cycle
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """The process's resident memory now (VmRSS) or its peak so far (VmHWM), in MB."""
     with open(f"/proc/{os.getpid()}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+        return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
 
 
-def texts():
-    """WNUT-17 tweets, then book paragraphs, forever."""
+def texts(repeat: int = 0):
+    """WNUT-17 tweets, then book paragraphs, forever (repeat > 0: only their first `repeat`
+    tokens, over and over, to tell growth from new, longer batches)."""
     import spacy
 
     from spacy_bertfam.corpora.conll import read_conll_ner
@@ -36,10 +41,14 @@ def texts():
               for d in read_conll_ner(ROOT / "assets" / "wnut17" / name, vocab)]
     paragraphs = [p.strip() for book in ("janeausten_6novels.txt", "mobydick.txt")
                   for p in (ROOT / "assets" / "raw_text" / book).read_text(encoding="utf8").split("\n\n") if p.strip()]
-    return cycle(tweets + paragraphs)
+    pool = tweets + paragraphs
+    if repeat:
+        total = np.cumsum([len(t.split()) for t in pool])
+        pool = pool[: int(np.searchsorted(total, repeat)) + 1]
+    return cycle(pool)
 
 
-def run(tokens: int, drop_outputs: bool, free_blocks: bool) -> dict:
+def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0) -> dict:
     import spacy
     from spacy.training import Example
 
@@ -52,7 +61,7 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool) -> dict:
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     example = Example.from_dict(nlp.make_doc("Alex moved to Chicago"), {"entities": [(0, 4, "person"), (14, 21, "location")]})
     nlp.initialize(lambda: [example])
-    stream, seen, mark, series = texts(), 0, 100_000, []
+    stream, seen, mark, series = texts(repeat), 0, 100_000, []
 
     def limited():
         nonlocal seen
@@ -65,7 +74,7 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool) -> dict:
     for doc in nlp.pipe(limited(), batch_size=64):
         seen += len(doc)
         if seen >= mark:
-            series.append((mark, round(rss_mb())))
+            series.append((mark, round(rss_mb()), round(rss_mb("VmHWM"))))
             mark += 100_000
     return {"series": series, "words_per_s": seen / (time.perf_counter() - start)}
 
@@ -74,19 +83,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--settings", nargs="+", default=["keep", "drop"])
+    parser.add_argument("--repeat", type=int, default=0, help="stream the first N tokens over and over")
     parser.add_argument("--child")
     args = parser.parse_args()
     if args.child:  # one setting per process, so the runs do not share memory
-        print(json.dumps(run(args.tokens, args.child.startswith("drop"), args.child.endswith("+free"))))
+        print(json.dumps(run(args.tokens, args.child.startswith("drop"), args.child.endswith("+free"), args.repeat)))
         return
     for setting in args.settings:
-        out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--child", setting],
+        out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--repeat", str(args.repeat),
+                              "--child", setting],
                              capture_output=True, text=True, check=True).stdout
         result = json.loads(out.strip().splitlines()[-1])
-        series = [r for _, r in result["series"]]
-        warm = series[min(2, len(series) - 1)]
-        print(f"{setting}: RSS (MB) every 100k tokens: {series}; growth after the first 300k: "
-              f"{100 * (series[-1] - warm) / warm:+.1f}%; {result['words_per_s']:,.0f} words/s", flush=True)
+        for column, name in ((1, "RSS"), (2, "peak RSS")):
+            series = [row[column] for row in result["series"]]
+            warm = series[min(2, len(series) - 1)]
+            print(f"{setting}: {name} (MB) every 100k tokens: {series}; growth after the first 300k: "
+                  f"{100 * (series[-1] - warm) / warm:+.1f}%", flush=True)
+        print(f"{setting}: {result['words_per_s']:,.0f} words/s", flush=True)
 
 
 if __name__ == "__main__":
