@@ -148,16 +148,20 @@ def plot(rows: List[Dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     titles = [title for _, _, title in COLUMNS]
-    fig, ax = plt.subplots(figsize=(11, 4.5))
+    fig, ax = plt.subplots(figsize=(11, 6))
     width = 0.8 / len(rows)
     for i, r in enumerate(rows):
+        xs = [x + i * width for x in range(len(titles))]
         values = [r[t] if r[t] is not None else 0.0 for t in titles]
-        ax.bar([x + i * width for x in range(len(titles))], values, width, label=r["label"])
+        ax.bar(xs, values, width, label=r["label"])
+        for x, t in zip(xs, titles):  # a measured 0 is marked, so it does not read as "not run"
+            if r[t] is not None and r[t] < 0.5:
+                ax.text(x, 0.5, "0", ha="center", va="bottom", fontsize=7)
     ax.set_xticks([x + width * (len(rows) - 1) / 2 for x in range(len(titles))], titles)
     ax.set_ylabel("dev score (%)")
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="upper left")
-    ax.set_title("spacy-bertfam: the three families on the workflow's dev sets (missing bar = not run)")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
+    ax.set_title("spacy-bertfam: the three families on the workflow's dev sets (no bar: not run; 0: scored 0)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
