@@ -5,9 +5,16 @@ to score), the same number of steps and questions per step, peak rate, warm-up,
 linear decay, weight decay, clipping and dropout as `configs/qa.cfg` run with
 `--training.max_steps STEPS`; scored with the same SQuAD exact/F1 as span_qa.
 It uses HF's standard SQuAD recipe (384 pieces, question first, overlapping
-windows of the context, [CLS] as "no answer"), not our code.
+windows of the context, [CLS] as "no answer"), not our code. On SQuAD 2.0 data
+(unanswerable questions: every window's label is [CLS]) the null score is the
+smallest [CLS] start+end score over a question's windows, and the threshold tau on
+(best span - null) is chosen on dev as the BERT paper does and as `evaluate-qa
+--tune-threshold` does for ours; it also prints HasAns F1 and NoAns accuracy, and
+the always-null baseline.
 
     .venv/bin/python bench/qa_reference.py --steps 300 --lr 3e-4
+    .venv/bin/python bench/qa_reference.py --data ../shared/data/qa/squad-v2.0-dev-part-a.json \
+        --train-articles 0:24 --dev-articles 24:28 --steps 200 --lr 3e-4
 """
 import argparse
 import json
@@ -23,16 +30,18 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import BertForQuestionAnswering, BertTokenizerFast, get_linear_schedule_with_warmup  # noqa: E402
 
-from spacy_bertfam.pipeline.qa_scoring import _normalise, _token_f1  # noqa: E402
+from spacy_bertfam.pipeline.qa_scoring import _best_scores, best_null_threshold  # noqa: E402
 from spacy_bertfam.pretrained import pretrained_path  # noqa: E402
 
-SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "qa" / "squad-v1.1-dev-train-part.json"
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
 
 
-def questions(articles):
-    data = json.loads(SQUAD.read_text(encoding="utf8"))["data"][articles]
-    return [(qa["question"].strip(), p["context"], qa["answers"])
+def questions(path: Path, articles: str):
+    """(question, context, answers) of the articles START:END; unanswerable ones have no answers."""
+    start, end = (int(x) for x in articles.split(":"))
+    data = json.loads(path.read_text(encoding="utf8"))["data"][start:end]
+    return [(qa["question"].strip(), p["context"], [] if qa.get("is_impossible") else qa["answers"])
             for art in data for p in art["paragraphs"] for qa in p["qas"]]
 
 
@@ -44,9 +53,13 @@ def features(tok, items):
         _, _, answers = items[enc["overflow_to_sample_mapping"][i]]
         seq = enc.sequence_ids(i)
         ctx = [k for k, s in enumerate(seq) if s == 1]
+        s = e = 0  # [CLS]: no answer, or not in this window
+        if not answers:
+            starts.append(s)
+            ends.append(e)
+            continue
         a_start = answers[0]["answer_start"]
         a_end = a_start + len(answers[0]["text"])
-        s = e = 0  # [CLS]: the answer is not in this window
         if offsets[ctx[0]][0] <= a_start and offsets[ctx[-1]][1] >= a_end:
             s = next(k for k in ctx if offsets[k][1] > a_start)
             e = max(k for k in ctx if offsets[k][0] < a_end)
@@ -56,8 +69,10 @@ def features(tok, items):
 
 
 def predict(model, tok, items, batch=32):
+    """Per question: the best span's text and its score minus the null score."""
     model.eval()
     best = [(-np.inf, "") for _ in items]
+    null = [np.inf for _ in items]
     for b in range(0, len(items), batch):
         chunk = items[b : b + batch]
         enc, _, _ = features(tok, chunk)
@@ -68,12 +83,26 @@ def predict(model, tok, items, batch=32):
             q = b + enc["overflow_to_sample_mapping"][i]
             ctx = np.array([k for k, s in enumerate(enc.sequence_ids(i)) if s == 1])
             sl, el = out.start_logits[i].numpy(), out.end_logits[i].numpy()
+            null[q] = min(null[q], float(sl[0] + el[0]))
             for s in ctx[np.argsort(-sl[ctx])[:20]]:
                 for e in ctx[np.argsort(-el[ctx])[:20]]:
                     if s <= e < s + 30 and sl[s] + el[e] > best[q][0]:
                         offsets = enc["offset_mapping"][i]
                         best[q] = (sl[s] + el[e], chunk[q - b][1][offsets[s][0] : offsets[e][1]])
-    return [text for _, text in best]
+    return [text for _, text in best], [float(score) - n for (score, _), n in zip(best, null)]
+
+
+def scores(guesses, dev):
+    """SQuAD exact/F1 (v2.0: an empty guess is right for an unanswerable question), with the
+    HasAns/NoAns split when the data has unanswerable questions."""
+    rows = [_best_scores(g, [a["text"] for a in answers] or [""]) for g, (_, _, answers) in zip(guesses, dev)]
+    exact, f1 = (np.asarray(c) for c in zip(*rows))
+    has = np.asarray([bool(answers) for _, _, answers in dev])
+    out = {"qa_exact": float(exact.mean()), "qa_f1": float(f1.mean())}
+    if not has.all():
+        out.update(qa_hasans_exact=float(exact[has].mean()), qa_hasans_f1=float(f1[has].mean()),
+                   qa_noans_accuracy=float(exact[~has].mean()), always_null_f1=float((~has).mean()))
+    return out
 
 
 def main():
@@ -83,6 +112,10 @@ def main():
     parser.add_argument("--per_step", type=int, default=13, help="questions per step (~2,000 words, as ours)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dev_questions", type=int, default=0, help="score only the first N (0: all)")
+    parser.add_argument("--data", type=Path, default=ROOT / "assets" / "squad" / "squad-v1.1-dev-train-part.json",
+                        help="SQuAD v1.1 or v2.0 JSON")
+    parser.add_argument("--train-articles", default="0:36")
+    parser.add_argument("--dev-articles", default="38:41")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     random.seed(args.seed)
@@ -90,7 +123,7 @@ def main():
     path = pretrained_path("all-MiniLM-L6-v2")
     tok = BertTokenizerFast.from_pretrained(path)
     model = BertForQuestionAnswering.from_pretrained(path)
-    train, dev = questions(slice(0, 36)), questions(slice(38, 41))
+    train, dev = questions(args.data, args.train_articles), questions(args.data, args.dev_articles)
     dev = dev[: args.dev_questions or None]
     random.shuffle(train)
     decay = [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n]
@@ -114,12 +147,19 @@ def main():
         if step % 50 == 0:
             print(f"step {step} loss {out.loss.item():.3f} ({time.time() - start:.0f} s)", flush=True)
     train_s = time.time() - start
-    guesses = predict(model, tok, dev)
-    exact = np.mean([max(float(_normalise(g) == _normalise(a["text"])) for a in answers)
-                     for g, (_, _, answers) in zip(guesses, dev)])
-    f1 = np.mean([max(_token_f1(g, a["text"]) for a in answers) for g, (_, _, answers) in zip(guesses, dev)])
-    result = {"system": "hf_bert_for_qa", "steps": args.steps, "lr": args.lr, "seed": args.seed,
-              "qa_exact": float(exact), "qa_f1": float(f1), "train_seconds": round(train_s), "dev_questions": len(dev)}
+    start = time.time()
+    guesses, margins = predict(model, tok, dev)
+    predict_s = time.time() - start
+    result = {"system": "hf_bert_for_qa", "data": args.data.name, "train_articles": args.train_articles,
+              "dev_articles": args.dev_articles, "steps": args.steps, "lr": args.lr, "seed": args.seed,
+              "train_seconds": round(train_s), "dev_questions": len(dev),
+              "questions_per_second": round(len(dev) / predict_s, 1)}
+    if any(not answers for _, _, answers in dev):  # SQuAD 2.0: tau chosen on dev
+        tau, _ = best_null_threshold([(m, g, [a["text"] for a in answers])
+                                      for m, g, (_, _, answers) in zip(margins, guesses, dev)])
+        guesses = [g if m > tau else "" for g, m in zip(guesses, margins)]
+        result["null_threshold"] = tau
+    result.update(scores(guesses, dev))
     print(json.dumps(result))
     RESULTS.mkdir(exist_ok=True)
     with (RESULTS / "qa_reference.jsonl").open("a") as f:

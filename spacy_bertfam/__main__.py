@@ -35,7 +35,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ner.add_argument("output")
     cat = sub.add_parser("convert-textcat", help="text,category CSV -> train.spacy + dev.spacy")
     cat.add_argument("input")
-    cat.add_argument("output_dir")
+    cat.add_argument("output_dir", nargs="?", help="writes OUTPUT_DIR/train.spacy and OUTPUT_DIR/dev.spacy")
+    cat.add_argument("--train-output", help="the train .spacy file (instead of OUTPUT_DIR/train.spacy)")
+    cat.add_argument("--dev-output", help="the held-out .spacy file (instead of OUTPUT_DIR/dev.spacy)")
     cat.add_argument("--heldout", type=float, default=0.1, help="fraction held out as dev")
     cat.add_argument("--seed", type=int, default=0)
     squad = sub.add_parser("convert-squad", help="SQuAD v1.1/v2.0 JSON -> .spacy of QA Docs for span_qa")
@@ -71,7 +73,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.command == "convert-ner":
         _convert_ner(args.input, args.output)
     elif args.command == "convert-textcat":
-        _convert_textcat(args.input, args.output_dir, args.heldout, args.seed)
+        if args.output_dir is None and not (args.train_output and args.dev_output):
+            parser.error("convert-textcat needs OUTPUT_DIR, or both --train-output and --dev-output")
+        out = Path(args.output_dir or ".")
+        _convert_textcat(args.input, Path(args.train_output or out / "train.spacy"),
+                         Path(args.dev_output or out / "dev.spacy"), args.heldout, args.seed)
     elif args.command == "convert-squad":
         _convert_squad(args.input, args.output, args.articles)
     elif args.command == "evaluate-qa":
@@ -106,7 +112,7 @@ def _convert_ner(input_path: str, output_path: str) -> None:
     print(f"{output_path}: {len(docs)} sentences, {n_ents} entities")
 
 
-def _convert_textcat(input_path: str, output_dir: str, heldout: float, seed: int) -> None:
+def _convert_textcat(input_path: str, train_path: Path, dev_path: Path, heldout: float, seed: int) -> None:
     import spacy
     from spacy.tokens import DocBin
 
@@ -114,11 +120,10 @@ def _convert_textcat(input_path: str, output_dir: str, heldout: float, seed: int
 
     docs = read_textcat_csv(input_path, spacy.blank("en"))
     train, dev = split_heldout(docs, heldout, seed)
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    DocBin(docs=train, store_user_data=False).to_disk(out / "train.spacy")
-    DocBin(docs=dev, store_user_data=False).to_disk(out / "dev.spacy")
-    print(f"{out}: train {len(train)}, dev {len(dev)} docs, {len(docs[0].cats) if docs else 0} labels")
+    for path, part in ((train_path, train), (dev_path, dev)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        DocBin(docs=part, store_user_data=False).to_disk(path)
+    print(f"{train_path}: {len(train)} docs; {dev_path}: {len(dev)} docs; {len(docs[0].cats) if docs else 0} labels")
 
 
 def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -> None:
@@ -151,6 +156,8 @@ def _evaluate_qa(model: str, data: str, output: Optional[str], tune: bool = Fals
         print(f"null_threshold {tuned['null_threshold']:.4f} (F1 {tuned['qa_f1']:.4f} on {data}) saved in {model}")
     scores = nlp.evaluate(examples)
     scores = {k: v for k, v in scores.items() if k.startswith("qa_") or k == "speed"}
+    # spaCy's speed is words/s of the whole QA Docs (question and context)
+    scores["questions_per_second"] = scores["speed"] * len(examples) / max(1, sum(len(eg.predicted) for eg in examples))
     print(srsly.json_dumps(scores, indent=2))
     if output:
         srsly.write_json(output, scores)

@@ -5,7 +5,6 @@ from collections import Counter
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
@@ -51,16 +50,17 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
     return scores
 
 
-def best_null_threshold(rows: Sequence[Tuple[float, str, Doc]]) -> Tuple[float, float]:
+def best_null_threshold(rows: Sequence[Tuple[float, str, Sequence[str]]]) -> Tuple[float, float]:
     """The threshold tau with the best mean F1, and that F1.
 
     rows: per question, the best span's log-score margin over "no answer", its text, and
-        the gold Doc. A question is answered when its margin > tau; candidates are 0 and
-        the midpoints between sorted margins (SQuAD 2.0's own evaluation searches the same way).
+        the gold answer texts (none for an unanswerable question). A question is answered
+        when its margin > tau; candidates are 0 and the midpoints between sorted margins
+        (SQuAD 2.0's own evaluation searches the same way).
     """
     margins = np.asarray([m for m, _, _ in rows], dtype=np.float64)
-    answered = np.asarray([_best_scores(text, answer_texts(g) or [""])[1] for _, text, g in rows])
-    withheld = np.asarray([float(not answer_texts(g)) for _, _, g in rows])
+    answered = np.asarray([_best_scores(text, list(golds) or [""])[1] for _, text, golds in rows])
+    withheld = np.asarray([float(not golds) for _, _, golds in rows])
     finite = np.sort(margins[np.isfinite(margins)])
     candidates = np.unique(np.concatenate([[0.0], (finite[1:] + finite[:-1]) / 2, finite[:1] - 1, finite[-1:] + 1]))
     best = (-1.0, 0.0)

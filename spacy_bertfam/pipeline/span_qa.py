@@ -25,7 +25,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model, chain
 from thinc.types import Floats2d
 
-from ..corpora.squad import ANSWER_KEY, question_length
+from ..corpora.squad import ANSWER_KEY, answer_texts, question_length
 from ..heads.bi_attention import build_bi_attention
 from ..heads.span_logits import build_span_logits
 from ..pretrained import packaged_sizes
@@ -173,7 +173,7 @@ class SpanQA(TrainablePipe):
         SQuAD F1, as the BERT paper does for SQuAD 2.0; it is set and returned with that F1."""
         key = self.cfg["spans_key"]
         rows = [(d.spans[key].attrs["margin"], d[slice(*d.spans[key].attrs["best"])].text
-                 if d.spans[key].attrs["best"] else "", g) for d, g in zip(docs, golds)]
+                 if d.spans[key].attrs["best"] else "", answer_texts(g)) for d, g in zip(docs, golds)]
         tau, f1 = best_null_threshold(rows)
         self.cfg["null_threshold"] = tau
         return {"null_threshold": tau, "qa_f1": f1}

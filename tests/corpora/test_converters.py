@@ -66,3 +66,18 @@ def test_convert_command_writes_docbins(tmp_path):
                     str(WNUT / "emerging.dev.conll"), str(out)], check=True, capture_output=True)
     docs = list(DocBin().from_disk(out).get_docs(spacy.blank("en").vocab))
     assert len(docs) == 1009
+
+
+def test_convert_textcat_writes_named_train_and_dev_files(tmp_path):
+    csv = tmp_path / "intents.csv"
+    csv.write_text("text,category\n" + "".join(f"text number {i},{'ab'[i % 2]}\n" for i in range(20)),
+                   encoding="utf8")
+    train, dev = tmp_path / "train" / "textcat.spacy", tmp_path / "dev" / "textcat.spacy"
+    cmd = [sys.executable, "-m", "spacy_bertfam", "convert-textcat", str(csv), "--heldout", "0.25",
+           "--train-output", str(train), "--dev-output", str(dev)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    vocab = spacy.blank("en").vocab
+    sizes = [len(list(DocBin().from_disk(p).get_docs(vocab))) for p in (train, dev)]
+    assert sizes == [15, 5]
+    missing = subprocess.run(cmd[:5], capture_output=True, text=True)
+    assert missing.returncode == 2 and "needs OUTPUT_DIR, or both --train-output and --dev-output" in missing.stderr

@@ -177,7 +177,10 @@ def test_span_qa_saves_and_replaces_listeners(hf_bert_dir, tmp_path):
     # evaluate-qa reads a .spacy of QA Docs with the question mark-up kept.
     DocBin(docs=[eg.reference for eg in qa_examples(nlp)]).to_disk(tmp_path / "qa.spacy")
     main(["evaluate-qa", str(tmp_path / "qa"), str(tmp_path / "qa.spacy"), "--output", str(tmp_path / "s.json")])
-    assert srsly.read_json(tmp_path / "s.json")["qa_f1"] == pytest.approx(nlp.evaluate(qa_examples(nlp))["qa_f1"])
+    written = srsly.read_json(tmp_path / "s.json")
+    assert written["qa_f1"] == pytest.approx(nlp.evaluate(qa_examples(nlp))["qa_f1"])
+    n_words = sum(len(eg.predicted) for eg in qa_examples(nlp))
+    assert written["questions_per_second"] == pytest.approx(written["speed"] * len(qa_examples(nlp)) / n_words)
     nlp.replace_listeners("bert_encoder", "span_qa", ["model.tok2vec"])
     assert_same_answers(answers(nlp), want)
 
