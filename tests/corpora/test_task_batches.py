@@ -44,7 +44,7 @@ def test_each_batch_is_one_task_and_every_example_comes_once():
         sizes = [sum(len(eg) for eg in b) for b in mine]
         assert all(s <= 72 for s in sizes)
         # a batch closes below 60 words only when the next example (<= 30 words) would pass 72
-        assert all(s >= 60 or s > 72 - 30 for s in sizes[:-1])
+        assert all(s > 72 - 30 for s in sizes[:-1])
 
 
 def test_long_examples_get_a_batch_of_their_own_or_are_dropped():
