@@ -4,7 +4,9 @@ The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; th
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
 repeated until 1M tokens, batch 64. Prints RSS (now, and its peak so far) every 100k tokens,
 with and without `drop_outputs`, and the growth after warm-up (from 300k tokens on: the
-tweets, then the first books). `--repeat N` streams only the first N tokens, over and over.
+tweets, then the first books). `--repeat N` streams only the first N tokens, over and
+over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the books'
+order Moby-Dick's longer paragraphs come last).
 `python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
 keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 1 MiB
 (processes.return_freed_memory) from the start; each prints its words/s too.
@@ -12,6 +14,7 @@ keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -29,9 +32,10 @@ def rss_mb(field: str = "VmRSS") -> float:
         return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
 
 
-def texts(repeat: int = 0):
+def texts(repeat: int = 0, shuffle: bool = False):
     """WNUT-17 tweets, then book paragraphs, forever (repeat > 0: only their first `repeat`
-    tokens, over and over, to tell growth from new, longer batches)."""
+    tokens, over and over, to tell growth from new, longer batches; shuffle: tweets and
+    paragraphs in a seeded random order, so that what comes late is like what came early)."""
     import spacy
 
     from spacy_bertfam.corpora.conll import read_conll_ner
@@ -42,13 +46,15 @@ def texts(repeat: int = 0):
     paragraphs = [p.strip() for book in ("janeausten_6novels.txt", "mobydick.txt")
                   for p in (ROOT / "assets" / "raw_text" / book).read_text(encoding="utf8").split("\n\n") if p.strip()]
     pool = tweets + paragraphs
+    if shuffle:
+        random.Random(0).shuffle(pool)
     if repeat:
         total = np.cumsum([len(t.split()) for t in pool])
         pool = pool[: int(np.searchsorted(total, repeat)) + 1]
     return cycle(pool)
 
 
-def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0) -> dict:
+def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shuffle: bool = False) -> dict:
     import spacy
     from spacy.training import Example
 
@@ -61,7 +67,7 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0) -> 
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     example = Example.from_dict(nlp.make_doc("Alex moved to Chicago"), {"entities": [(0, 4, "person"), (14, 21, "location")]})
     nlp.initialize(lambda: [example])
-    stream, seen, mark, series = texts(repeat), 0, 100_000, []
+    stream, seen, mark, series = texts(repeat, shuffle), 0, 100_000, []
 
     def limited():
         nonlocal seen
@@ -84,14 +90,16 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--settings", nargs="+", default=["keep", "drop"])
     parser.add_argument("--repeat", type=int, default=0, help="stream the first N tokens over and over")
+    parser.add_argument("--shuffle", action="store_true", help="tweets and paragraphs in a seeded random order")
     parser.add_argument("--child")
     args = parser.parse_args()
     if args.child:  # one setting per process, so the runs do not share memory
-        print(json.dumps(run(args.tokens, args.child.startswith("drop"), args.child.endswith("+free"), args.repeat)))
+        print(json.dumps(run(args.tokens, args.child.startswith("drop"), args.child.endswith("+free"), args.repeat,
+                             args.shuffle)))
         return
     for setting in args.settings:
         out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--repeat", str(args.repeat),
-                              "--child", setting],
+                              "--child", setting] + ["--shuffle"] * args.shuffle,
                              capture_output=True, text=True, check=True).stdout
         result = json.loads(out.strip().splitlines()[-1])
         for column, name in ((1, "RSS"), (2, "peak RSS")):

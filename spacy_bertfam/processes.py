@@ -19,6 +19,16 @@ logger = logging.getLogger("spacy_bertfam")
 _returning = False
 
 
+def _libc():
+    """glibc, or None where it is absent (its allocator's knobs are then no-ops)."""
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _libc()
+
+
 def _one_torch_thread() -> None:
     torch.set_num_threads(1)
 
@@ -40,7 +50,16 @@ def return_freed_memory() -> None:
     if _returning:
         return
     _returning = True
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is not None and hasattr(libc, "mallopt") and libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20):
+    if _LIBC is not None and _LIBC.mallopt(_M_MMAP_THRESHOLD, 1 << 20):
         logger.info("Very long training batch: freed blocks of 1 MiB or more now go back to the system")
+
+
+def trim_freed_memory() -> None:
+    """Give the free pages of glibc's heap back to the system (`malloc_trim`).
+
+    Called by `nlp.pipe` between read-ahead buffers: a stream of texts of new lengths
+    allocates arrays of new sizes, and glibc kept the pages of the freed ones. Unlike
+    `return_freed_memory` it changes no allocator setting. A no-op where glibc is absent.
+    """
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)

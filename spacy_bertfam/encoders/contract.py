@@ -17,6 +17,7 @@ an encoder only through these two objects:
 Layer indices are Python style where a user writes them (-1 = top) and normalised to
 0..n_layers-1 (0 = embedding output) everywhere else.
 """
+import contextlib
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence
 
@@ -27,12 +28,13 @@ from thinc.model import deserialize_attr, serialize_attr
 from thinc.types import Floats2d, Ints1d
 from torch import nn
 
+from ..models.quantize import int8_copy
 from ..tokenization import PieceTokenizer
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
 _DOC_ENCODING_TAG = "__spacy_bertfam.DocEncoding__"
-PRECISIONS = ("fp32", "bf16", "fp16")
-AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": None}
 
 # Per family: a loader block that works, how to make a checkpoint for it, and the
 # override by which the shipped configs point at one.
@@ -132,8 +134,9 @@ class EncoderContract:
     source (str): where the weights came from; "" until a loader ran.
     layers (Optional[List[int]]): requested layers (normalised); None = every layer.
     lm_weight (float): requested weight of the auxiliary LM loss in training (0 = off).
-    precision (str): "fp32", "bf16" (autocast to bfloat16, CPU or GPU) or "fp16"
-        (autocast to float16 with gradient scaling, GPU only) for the encoder's forward.
+    precision (str): "fp32", "bf16" (autocast to bfloat16, CPU or GPU), "fp16"
+        (autocast to float16 with gradient scaling, GPU only) or "int8" (prediction
+        only, on a CPU: linear layers dynamically quantized) for the encoder's forward.
     """
 
     family: str
@@ -227,9 +230,16 @@ def _deserialize_contract(_: EncoderContract, value: bytes, name: str, model: Mo
 
 class EncoderShim(PyTorchShim):
     """thinc's PyTorch shim, with the torch encoder it runs as a public attribute and
-    the precision it runs in."""
+    the precision it runs in.
+
+    With precision "int8", prediction runs an int8 copy of the module (`models.quantize`),
+    made at the first prediction and again after the weights change (an update, loading,
+    averaged parameters); training refuses it.
+    """
 
     _scales_gradients = False
+    _runs_int8 = False
+    _int8_model: Optional[nn.Module] = None
 
     def use_precision(self, precision: str) -> Optional[torch.dtype]:
         """The autocast dtype for `precision`; float16 also turns on thinc's gradient
@@ -237,6 +247,10 @@ class EncoderShim(PyTorchShim):
         if precision == "fp16" and self.device.type != "cuda":
             raise ValueError('precision "fp16" needs a GPU (torch autocast to float16 on CUDA); '
                              'use "bf16" on a CPU')
+        if precision == "int8" and self.device.type != "cpu":
+            raise ValueError('precision "int8" (dynamically quantized linear layers) runs on a CPU only; '
+                             'use "bf16" or "fp16" on a GPU')
+        self._runs_int8 = precision == "int8"
         if precision == "fp16" and not self._scales_gradients:  # thinc scales and unscales gradients
             self._grad_scaler = PyTorchGradScaler(enabled=True)
             self._grad_scaler.to_(self.device)
@@ -247,6 +261,36 @@ class EncoderShim(PyTorchShim):
     def encoder(self) -> nn.Module:
         """The family's torch module (e.g. `BertEncoder`) inside the shim's wrapper."""
         return self._model.encoder
+
+    def predict(self, inputs):
+        if not self._runs_int8:
+            return super().predict(inputs)
+        if self._int8_model is None:
+            self._int8_model = int8_copy(self._model)
+        with torch.no_grad():
+            return self._int8_model(*inputs.args, **inputs.kwargs)
+
+    def begin_update(self, inputs):
+        if self._runs_int8:
+            raise ValueError('precision "int8" is for prediction only: train with "fp32" or "bf16", then set '
+                             'precision = "int8" on the encoder component of the trained pipeline, e.g. '
+                             'spacy.load(path, config={"components": {"<encoder>": {"precision": "int8"}}})')
+        return super().begin_update(inputs)
+
+    def finish_update(self, optimizer) -> None:
+        super().finish_update(optimizer)
+        self._int8_model = None
+
+    def from_bytes(self, bytes_data):
+        self._int8_model = None
+        return super().from_bytes(bytes_data)
+
+    @contextlib.contextmanager
+    def use_params(self, params):
+        self._int8_model = None
+        with super().use_params(params):
+            yield
+        self._int8_model = None
 
 
 def contract_of(model: Model) -> EncoderContract:

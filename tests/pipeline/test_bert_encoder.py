@@ -10,6 +10,7 @@ import torch
 
 from spacy_bertfam.encoders import contract_of, torch_encoder
 from spacy_bertfam.loaders import checkpoint_loader
+from spacy_bertfam.pipeline.encoder import READ_AHEAD_CALLS
 
 TINY_MODEL = {
     "@architectures": "spacy-bertfam.BertEncoder.v1",
@@ -190,3 +191,31 @@ def test_window_larger_than_positions_is_rejected(hf_bert_dir):
         nlp.add_pipe("bert_encoder", config={"model": {**TINY_MODEL, "window": 65}})
     with pytest.raises(ValueError, match="stride 63 must be between 1 and the window's 62"):
         nlp.add_pipe("bert_encoder", config={"model": {**TINY_MODEL, "stride": 63}})
+
+
+def test_read_ahead_is_bounded_by_tokens(hf_bert_dir):
+    # nlp.pipe reads ahead sort_batches batches, but never much more than
+    # READ_AHEAD_CALLS × batch_pieces tokens: each buffered Doc holds its outputs until
+    # the buffer is yielded, so long texts would otherwise grow memory with their length.
+    nlp = tiny_nlp(hf_bert_dir, {"sort_batches": 4}, batch_pieces=40)
+    assert READ_AHEAD_CALLS == 4
+    encoder = nlp.get_pipe("bert_encoder")
+
+    def most_read_ahead(text):
+        pulled, ahead = [0], []
+
+        def stream():
+            for _ in range(40):
+                pulled[0] += 1
+                yield nlp.make_doc(text)
+
+        for i, doc in enumerate(encoder.pipe(stream(), batch_size=8)):
+            assert doc._.bertfam["bert_encoder"] is not None
+            ahead.append(pulled[0] - i)
+        assert len(ahead) == 40
+        return max(ahead)
+
+    # 30 tokens each: the buffer closes on reaching 4 × 40 tokens, at 6 docs, not 4 × 8.
+    assert most_read_ahead("the cat sat on the mat " * 5) == 6
+    # 2 tokens each: the doc count (4 batches of 8) is the bound.
+    assert most_read_ahead("the cat") == 32

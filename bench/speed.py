@@ -1,0 +1,213 @@
+"""Inference speed of ours (fp32, bf16, int8) and spacy-transformers (fp32), side by side in one run.
+
+    .venv/bin/python bench/speed.py [--reps 3] [--accuracy]     # needs the [peer] extra
+
+One process holds every system's NER pipeline (bert_encoder/transformer + ner, MiniLM-L6
+weights, built from configs/ner.cfg and bench/peer_ner.cfg) and times `nlp.pipe` on the
+same texts, the systems alternating within each repetition; the figure is the median
+over repetitions, in words per second, on 2 torch threads. Texts: WNUT-17 dev (tweets)
+at batch 8 and 32; English prose, the books cut into paragraphs of 50-300 words; and
+documents of 2,000 words cut from the books. The machine's fp32 and bf16 matmul peaks
+are measured too, and the encoder's useful GFLOP/s (the arithmetic of its windows, timed
+alone) is given as a share of the fp32 peak.
+
+--accuracy: the trained pipelines of the project (training/ner_bert, training/textcat_bert,
+model-best) scored on corpus/dev at each precision: WNUT-17 dev F1, Banking77 held-out
+accuracy, and how many predicted entities int8/bf16 share with fp32.
+Results: bench/results/speed_precision.{json,md}.
+"""
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+THREADS = 2
+OURS = ("ours_fp32", "ours_bf16", "ours_int8")
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 10) -> float:
+    """GFLOP/s of an n×n matmul in `dtype`, best of `reps`."""
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    torch.mm(a, b)
+    best = min(_timed(torch.mm, a, b) for _ in range(reps))
+    return 2 * n**3 / best / 1e9
+
+
+def _timed(fn, *args, **kwargs) -> float:
+    start = time.perf_counter()
+    list(fn(*args, **kwargs))
+    return time.perf_counter() - start
+
+
+def texts() -> Dict[str, List[str]]:
+    import spacy
+
+    from spacy_bertfam.corpora.conll import read_conll_ner
+
+    vocab = spacy.blank("en").vocab
+    tweets = [d.text for d in read_conll_ner(ROOT / "assets" / "wnut17" / "emerging.dev.conll", vocab)]
+    books = [(ROOT / "assets" / "raw_text" / b).read_text(encoding="utf8") for b in ("janeausten_6novels.txt", "mobydick.txt")]
+    paragraphs = [" ".join(p.split()) for book in books for p in book.split("\n\n")]
+    prose = [p for p in paragraphs if 50 <= len(p.split()) <= 300][:400]
+    words = " ".join(books).split()
+    long_docs = [" ".join(words[i : i + 2000]) for i in range(100_000, 100_000 + 12 * 2000, 2000)]
+    return {"tweets": tweets, "prose": prose, "2000_words": long_docs}
+
+
+def pipelines() -> Dict:
+    import spacy
+    from spacy.training import Example
+
+    from spacy_bertfam.pretrained import pretrained_path
+
+    example_text, ents = "Alex moved to Chicago", [(0, 4, "person"), (14, 21, "location")]
+    built = {}
+    for name in (*OURS, "peer_fp32"):
+        if name == "peer_fp32":
+            config = spacy.util.load_config(ROOT / "bench" / "peer_ner.cfg",
+                                            overrides={"paths.minilm": str(pretrained_path("all-MiniLM-L6-v2"))})
+        else:
+            config = spacy.util.load_config(ROOT / "configs" / "ner.cfg")
+            config["components"]["bert_encoder"]["precision"] = name.split("_")[1]
+        nlp = spacy.util.load_model_from_config(config, auto_fill=True)
+        example = Example.from_dict(nlp.make_doc(example_text), {"entities": ents})
+        nlp.initialize(lambda example=example: [example])
+        built[name] = nlp
+    return built
+
+
+def encoder_flops(nlp, docs) -> float:
+    """Multiply-adds × 2 of the encoder over the windows it runs for these docs."""
+    from spacy_bertfam.encoders import contract_of, torch_encoder
+    from spacy_bertfam.encoders.piece_encoder import piece_layout
+    from spacy_bertfam.tokenization.alignment import align_tokens
+    from spacy_bertfam.tokenization.windows import plan_windows
+    from spacy_bertfam.tokenization.words import token_words
+
+    model = nlp.get_pipe("bert_encoder").model
+    contract, layout = contract_of(model), piece_layout(model)
+    config = torch_encoder(model).config
+    h, inner, layers = config.hidden_width, config.intermediate_width, config.n_layers
+    pieces = align_tokens(contract.tokenizer, [token_words(d, layout.words) for d in docs], unk_id=100)
+    plan = plan_windows([p.ids for p in pieces], window=layout.window, stride=layout.stride, prefix=[101], suffix=[102],
+                        padding_id=0, combine=layout.combine, batch_pieces=contract.batch_pieces)
+    total = 0.0
+    for windows, length in plan.chunks:
+        n = len(windows)
+        total += layers * n * (length * 2 * (4 * h * h + 2 * h * inner) + 2 * 2 * length * length * h)
+    return total
+
+
+def measure(reps: int) -> Dict:
+    torch.set_num_threads(THREADS)
+    data, systems = texts(), pipelines()
+    runs = [("tweets", 8), ("tweets", 32), ("prose", 32), ("2000_words", 32)]
+    words = {name: sum(len(systems["ours_fp32"].make_doc(t)) for t in ts) for name, ts in data.items()}
+    for nlp in systems.values():  # warm-up: first calls, int8 copies, kernel caches
+        for name, _ in runs:
+            list(nlp.pipe(data[name][:64], batch_size=32))
+    times: Dict = {(s, run): [] for s in systems for run in runs}
+    encoder_times: Dict = {(s, name): [] for s in OURS for name in data}
+    docs = {name: [systems["ours_fp32"].make_doc(t) for t in ts] for name, ts in data.items()}
+    for rep in range(reps):
+        for run in runs:
+            for system, nlp in systems.items():
+                times[(system, run)].append(_timed(nlp.pipe, data[run[0]], batch_size=run[1]))
+        for name in data:
+            for system in OURS:
+                model = systems[system].get_pipe("bert_encoder").model
+                encoder_times[(system, name)].append(
+                    sum(_timed(model.predict, docs[name][i : i + 64]) for i in range(0, len(docs[name]), 64)))
+        print(f"repetition {rep + 1}/{reps} done", flush=True)
+    peak = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    flops = {name: encoder_flops(systems["ours_fp32"], docs[name]) for name in data}
+    rows = []
+    for system in systems:
+        for run in runs:
+            median = statistics.median(times[(system, run)])
+            row = {"system": system, "texts": run[0], "batch_size": run[1], "words": words[run[0]],
+                   "words_per_s": words[run[0]] / median}
+            if system in OURS:
+                enc = statistics.median(encoder_times[(system, run[0])])
+                row["encoder_gflops"] = flops[run[0]] / enc / 1e9
+                row["share_of_fp32_peak"] = row["encoder_gflops"] / peak["fp32"]
+            rows.append(row)
+    return {"threads": THREADS, "reps": reps, "matmul_peak_gflops": peak, "rows": rows}
+
+
+def accuracy(ner_path: Path, textcat_path: Path) -> List[Dict]:
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    results = []
+    for task, path, dev in (("ner", ner_path, "corpus/dev/ner.spacy"), ("textcat", textcat_path, "corpus/dev/textcat.spacy")):
+        fp32_ents = None
+        for precision in ("fp32", "bf16", "int8"):
+            nlp = spacy.load(path, config={"components": {"bert_encoder": {"precision": precision}}})
+            golds = list(DocBin().from_disk(ROOT / dev).get_docs(nlp.vocab))
+            examples = [Example(nlp.make_doc(g.text), g) for g in golds]
+            start = time.perf_counter()
+            scores = nlp.evaluate(examples)
+            row = {"task": task, "precision": precision, "seconds": time.perf_counter() - start}
+            if task == "ner":
+                ents = [{(e.start_char, e.end_char, e.label_) for e in eg.predicted.ents} for eg in examples]
+                row["ents_f"] = scores["ents_f"]
+                if fp32_ents is None:
+                    fp32_ents = ents
+                row["ents_shared_with_fp32"] = (sum(len(a & b) for a, b in zip(ents, fp32_ents))
+                                                / max(1, sum(len(b) for b in fp32_ents)))
+            else:
+                row["cats_acc"] = sum(max(eg.predicted.cats, key=eg.predicted.cats.get) == max(eg.reference.cats, key=eg.reference.cats.get)
+                                      for eg in examples) / len(examples)
+                row["cats_macro_f"] = scores["cats_macro_f"]
+            print(row, flush=True)
+            results.append(row)
+    return results
+
+
+def table(result: Dict) -> List[str]:
+    rows = result["rows"]
+    peer = {(r["texts"], r["batch_size"]): r["words_per_s"] for r in rows if r["system"] == "peer_fp32"}
+    lines = [f"2 torch threads; median of {result['reps']} alternating repetitions. Matmul peak: "
+             f"fp32 {result['matmul_peak_gflops']['fp32']:.0f}, bf16 {result['matmul_peak_gflops']['bf16']:.0f} GFLOP/s.",
+             "", "| system | texts | batch | words/s | × peer fp32 | encoder GFLOP/s | % of fp32 peak |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = r["words_per_s"] / peer[(r["texts"], r["batch_size"])]
+        enc = f"{r['encoder_gflops']:.0f} | {100 * r['share_of_fp32_peak']:.0f}%" if "encoder_gflops" in r else "— | —"
+        lines.append(f"| {r['system']} | {r['texts']} | {r['batch_size']} | {r['words_per_s']:,.0f} | {ratio:.2f} | {enc} |")
+    if result.get("accuracy"):
+        lines += ["", "| task | precision | WNUT-17 F1 / B77 acc. | entities shared with fp32 |", "|---|---|---|---|"]
+        for a in result["accuracy"]:
+            score = a.get("ents_f", a.get("cats_acc"))
+            shared = f"{100 * a['ents_shared_with_fp32']:.1f}%" if "ents_shared_with_fp32" in a else "—"
+            lines.append(f"| {a['task']} | {a['precision']} | {100 * score:.1f} | {shared} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--accuracy", action="store_true")
+    parser.add_argument("--ner", type=Path, default=ROOT / "training" / "ner_bert" / "model-best")
+    parser.add_argument("--textcat", type=Path, default=ROOT / "training" / "textcat_bert" / "model-best")
+    args = parser.parse_args()
+    result = measure(args.reps)
+    if args.accuracy:
+        result["accuracy"] = accuracy(args.ner, args.textcat)
+    lines = table(result)
+    print("\n".join(lines))
+    (RESULTS / "speed_precision.json").write_text(json.dumps(result, indent=1))
+    (RESULTS / "speed_precision.md").write_text("# Inference speed by precision, ours vs spacy-transformers\n\n"
+                                               "    .venv/bin/python bench/speed.py --accuracy\n\n" + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
