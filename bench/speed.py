@@ -5,7 +5,7 @@
 One process holds every system's NER pipeline (bert_encoder/transformer + ner, MiniLM-L6
 weights, built from configs/ner.cfg and bench/peer_ner.cfg) and times `nlp.pipe` on the
 same texts, the systems alternating within each repetition; the figure is the median
-over repetitions, in words per second, on 2 torch threads. Texts: WNUT-17 dev (tweets)
+over repetitions, in words per second, on `--threads` torch threads (2). Texts: WNUT-17 dev (tweets)
 at batch 8 and 32; English prose, the books cut into paragraphs of 50-300 words; and
 documents of 2,000 words cut from the books. The machine's fp32 and bf16 matmul peaks
 are measured too, and the encoder's useful GFLOP/s (the arithmetic of its windows, timed
@@ -27,7 +27,6 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-THREADS = 2
 OURS = ("ours_fp32", "ours_bf16", "ours_int8")
 
 
@@ -104,8 +103,8 @@ def encoder_flops(nlp, docs) -> float:
     return total
 
 
-def measure(reps: int) -> Dict:
-    torch.set_num_threads(THREADS)
+def measure(reps: int, threads: int) -> Dict:
+    torch.set_num_threads(threads)
     data, systems = texts(), pipelines()
     runs = [("tweets", 8), ("tweets", 32), ("prose", 32), ("2000_words", 32)]
     words = {name: sum(len(systems["ours_fp32"].make_doc(t)) for t in ts) for name, ts in data.items()}
@@ -138,7 +137,7 @@ def measure(reps: int) -> Dict:
                 row["encoder_gflops"] = flops[run[0]] / enc / 1e9
                 row["share_of_fp32_peak"] = row["encoder_gflops"] / peak["fp32"]
             rows.append(row)
-    return {"threads": THREADS, "reps": reps, "matmul_peak_gflops": peak, "rows": rows}
+    return {"threads": threads, "reps": reps, "matmul_peak_gflops": peak, "rows": rows}
 
 
 def accuracy(ner_path: Path, textcat_path: Path) -> List[Dict]:
@@ -152,20 +151,19 @@ def accuracy(ner_path: Path, textcat_path: Path) -> List[Dict]:
         for precision in ("fp32", "bf16", "int8"):
             nlp = spacy.load(path, config={"components": {"bert_encoder": {"precision": precision}}})
             golds = list(DocBin().from_disk(ROOT / dev).get_docs(nlp.vocab))
-            examples = [Example(nlp.make_doc(g.text), g) for g in golds]
             start = time.perf_counter()
-            scores = nlp.evaluate(examples)
+            examples = [Example(p, g) for p, g in zip(nlp.pipe(g.text for g in golds), golds)]
             row = {"task": task, "precision": precision, "seconds": time.perf_counter() - start}
+            scores = nlp.get_pipe(task).score(examples)
             if task == "ner":
                 ents = [{(e.start_char, e.end_char, e.label_) for e in eg.predicted.ents} for eg in examples]
                 row["ents_f"] = scores["ents_f"]
-                if fp32_ents is None:
-                    fp32_ents = ents
+                fp32_ents = fp32_ents or ents
                 row["ents_shared_with_fp32"] = (sum(len(a & b) for a, b in zip(ents, fp32_ents))
                                                 / max(1, sum(len(b) for b in fp32_ents)))
             else:
-                row["cats_acc"] = sum(max(eg.predicted.cats, key=eg.predicted.cats.get) == max(eg.reference.cats, key=eg.reference.cats.get)
-                                      for eg in examples) / len(examples)
+                row["cats_acc"] = sum(max(eg.predicted.cats, key=eg.predicted.cats.get) ==
+                                      max(eg.reference.cats, key=eg.reference.cats.get) for eg in examples) / len(examples)
                 row["cats_macro_f"] = scores["cats_macro_f"]
             print(row, flush=True)
             results.append(row)
@@ -175,7 +173,7 @@ def accuracy(ner_path: Path, textcat_path: Path) -> List[Dict]:
 def table(result: Dict) -> List[str]:
     rows = result["rows"]
     peer = {(r["texts"], r["batch_size"]): r["words_per_s"] for r in rows if r["system"] == "peer_fp32"}
-    lines = [f"2 torch threads; median of {result['reps']} alternating repetitions. Matmul peak: "
+    lines = [f"{result['threads']} torch thread(s); median of {result['reps']} alternating repetitions. Matmul peak: "
              f"fp32 {result['matmul_peak_gflops']['fp32']:.0f}, bf16 {result['matmul_peak_gflops']['bf16']:.0f} GFLOP/s.",
              "", "| system | texts | batch | words/s | × peer fp32 | encoder GFLOP/s | % of fp32 peak |",
              "|---|---|---|---|---|---|---|"]
@@ -195,16 +193,20 @@ def table(result: Dict) -> List[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--accuracy", action="store_true")
+    parser.add_argument("--skip-speed", action="store_true", help="reuse the speed figures of the last run")
     parser.add_argument("--ner", type=Path, default=ROOT / "training" / "ner_bert" / "model-best")
     parser.add_argument("--textcat", type=Path, default=ROOT / "training" / "textcat_bert" / "model-best")
     args = parser.parse_args()
-    result = measure(args.reps)
+    out = RESULTS / "speed_precision.json"
+    result = json.loads(out.read_text()) if args.skip_speed else measure(args.reps, args.threads)
+    out.write_text(json.dumps(result, indent=1))  # kept even if the accuracy part fails
     if args.accuracy:
         result["accuracy"] = accuracy(args.ner, args.textcat)
+        out.write_text(json.dumps(result, indent=1))
     lines = table(result)
     print("\n".join(lines))
-    (RESULTS / "speed_precision.json").write_text(json.dumps(result, indent=1))
     (RESULTS / "speed_precision.md").write_text("# Inference speed by precision, ours vs spacy-transformers\n\n"
                                                "    .venv/bin/python bench/speed.py --accuracy\n\n" + "\n".join(lines) + "\n")
 

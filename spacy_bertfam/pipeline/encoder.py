@@ -68,8 +68,9 @@ class EncoderComponent(TrainablePipe):
         `READ_AHEAD_CALLS` × the encoder's `batch_pieces` tokens) and encode them sorted
         by length (less padding); 1 keeps the original batches.
     precision (str): "fp32" (default), "bf16" (autocast to bfloat16 on CPU or GPU, for
-        inference and training) or "fp16" (autocast to float16 with gradient scaling,
-        GPU only). Stored with the pipeline.
+        inference and training), "fp16" (autocast to float16 with gradient scaling,
+        GPU only) or "int8" (prediction on a CPU with dynamically quantized linear
+        layers). Stored with the pipeline; a setting given at load time wins.
     """
 
     def __init__(
