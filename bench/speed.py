@@ -93,9 +93,11 @@ def encoder_flops(nlp, docs) -> float:
     contract, layout = contract_of(model), piece_layout(model)
     config = torch_encoder(model).config
     h, inner, layers = config.hidden_width, config.intermediate_width, config.n_layers
-    pieces = align_tokens(contract.tokenizer, [token_words(d, layout.words) for d in docs], unk_id=100)
-    plan = plan_windows([p.ids for p in pieces], window=layout.window, stride=layout.stride, prefix=[101], suffix=[102],
-                        padding_id=0, combine=layout.combine, batch_pieces=contract.batch_pieces)
+    tok = contract.tokenizer
+    pieces = align_tokens(tok, [token_words(d, layout.words) for d in docs], unk_id=tok.piece_id(layout.unknown))
+    plan = plan_windows([p.ids for p in pieces], window=layout.window, stride=layout.stride,
+                        prefix=[tok.piece_id(x) for x in layout.prefix], suffix=[tok.piece_id(x) for x in layout.suffix],
+                        padding_id=layout.padding_id, combine=layout.combine, batch_pieces=contract.batch_pieces)
     total = 0.0
     for windows, length in plan.chunks:
         n = len(windows)
