@@ -14,7 +14,7 @@ What it does with its encoder Model (see `encoders.contract` for the Model's sid
   in `tensor_layer`) unless `set_doc_tensor` is false; `user_hooks` routes
   `.vector` and `.similarity` of docs, spans and tokens through it.
 """
-from itertools import islice
+from itertools import count, islice
 from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 from spacy.language import Language
@@ -217,11 +217,12 @@ class EncoderComponent(TrainablePipe):
         error_handler = self.get_error_handler()
         budget = self.contract.batch_pieces
         stream = iter(stream)
-        while True:
-            trim_freed_memory()
+        for n in count():
             buffer = _read_ahead(stream, batch_size * self.cfg["sort_batches"], budget * READ_AHEAD_CALLS)
             if not buffer:
                 return
+            if n:  # between buffers of one stream: a pipe over a few texts never pays for it
+                trim_freed_memory()
             for docs in _groups_by_tokens(sorted(buffer, key=len), budget):
                 try:
                     self.set_annotations(docs, self.predict(docs))
