@@ -7,7 +7,16 @@ BERT paper's tau, chosen on dev data with `tune_null_threshold`), to
 `doc.spans["answer"]`; the group's attrs hold its probability ("score"), the best span
 even when withheld ("best") and its log-score margin over "no answer" ("margin").
 Question tokens are never part of an answer: they are masked out of the softmax in
-training and prediction. Docs without a question (ordinary Docs that other components
+training and prediction.
+
+"No answer" is learned one of two ways (`no_answer`). "span_softmax" is BERT's: row 0
+competes with the context tokens in the start and end softmaxes, and is the gold start
+and end of an unanswerable question. "classifier" makes it a separate yes/no decision:
+row 0's first column is the logit of "the context answers it", trained on every
+question, while the span softmaxes (over context tokens only) learn from answerable
+questions alone. On SQuAD 2.0 with a small budget the first taught the spans almost
+nothing, since each unanswerable question pushes down the plausible span its question
+was written around (bench/results/qa.md). Docs without a question (ordinary Docs that other components
 process in the same pipeline) are left alone, and are missing data in training.
 Questions about an ordinary Doc: `spacy_bertfam.ask` (pipeline/questions.py).
 """
@@ -33,13 +42,16 @@ from ..tokenization.words import first_segment_end
 from .qa_scoring import best_null_threshold
 
 
+NO_ANSWER_MODES = ("span_softmax", "classifier")
+
+
 @dataclass
 class Prediction:
     """span_qa's reading of one QA Doc.
 
     best: the best context span (start, end) in tokens of the QA Doc, of at most
         max_answer_tokens tokens.
-    score: its probability, P(start) · P(end).
+    score: its probability, P(start) · P(end) (times P(answerable) with the classifier).
     margin: its log-score minus that of "no answer"; it is the answer when margin > tau.
     """
 
@@ -92,14 +104,15 @@ DEFAULT_MODEL = {
 @Language.factory(
     "span_qa",
     default_config={"model": DEFAULT_MODEL, "spans_key": ANSWER_KEY, "max_answer_tokens": 30,
-                    "null_threshold": 0.0, "scorer": {"@scorers": "spacy-bertfam.span_qa_scorer.v1"}},
+                    "null_threshold": 0.0, "no_answer": "span_softmax",
+                    "scorer": {"@scorers": "spacy-bertfam.span_qa_scorer.v1"}},
     default_score_weights={"qa_f1": 1.0, "qa_exact": 0.0},
 )
 def make_span_qa(nlp: Language, name: str, model: Model, spans_key: str, max_answer_tokens: int,
-                 null_threshold: float, scorer: Optional[Callable]) -> "SpanQA":
+                 null_threshold: float, no_answer: str, scorer: Optional[Callable]) -> "SpanQA":
     """The `span_qa` factory; its settings are `SpanQA`'s."""
     return SpanQA(nlp.vocab, model, name, spans_key=spans_key, max_answer_tokens=max_answer_tokens,
-                  null_threshold=null_threshold, scorer=scorer)
+                  null_threshold=null_threshold, no_answer=no_answer, scorer=scorer)
 
 
 class SpanQA(TrainablePipe):
@@ -115,18 +128,24 @@ class SpanQA(TrainablePipe):
     null_threshold (float): tau: the best span is the answer only when its log-score beats
         "no answer" by more than tau (0 = the plain comparison); `tune_null_threshold` sets
         it from dev data, and it is saved with the pipeline.
+    no_answer (str): how "no answer" is learned and scored: "span_softmax" (BERT's: a row of
+        the span softmaxes) or "classifier" (a separate answerable/unanswerable logit; the
+        spans learn from answerable questions only). See the module docstring.
     scorer (Optional[Callable]): scores the answers (`spacy-bertfam.span_qa_scorer.v1`).
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "span_qa", *, spans_key: str = ANSWER_KEY,
-                 max_answer_tokens: int = 30, null_threshold: float = 0.0, scorer: Optional[Callable] = None):
+                 max_answer_tokens: int = 30, null_threshold: float = 0.0, no_answer: str = "span_softmax",
+                 scorer: Optional[Callable] = None):
         if max_answer_tokens < 1:
             raise ValueError(f"max_answer_tokens must be at least 1, got {max_answer_tokens}")
+        if no_answer not in NO_ANSWER_MODES:
+            raise ValueError(f"no_answer must be one of {', '.join(map(repr, NO_ANSWER_MODES))}, got {no_answer!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.cfg = {"spans_key": spans_key, "max_answer_tokens": max_answer_tokens,
-                    "null_threshold": float(null_threshold)}
+                    "null_threshold": float(null_threshold), "no_answer": no_answer}
         self.scorer = scorer
 
     def predict(self, docs: Iterable[Doc]) -> List[Optional[Prediction]]:
@@ -138,7 +157,10 @@ class SpanQA(TrainablePipe):
 
     def _best(self, doc: Doc, scores: np.ndarray) -> Prediction:
         n, q, longest = len(doc), question_length(doc), self.cfg["max_answer_tokens"]
-        start, end = _log_probs(scores, q).T
+        if n <= q:  # no context tokens
+            return Prediction(None, 0.0, -np.inf)
+        classifier = self.cfg["no_answer"] == "classifier"
+        start, end = _log_probs(scores, q, with_null=not classifier).T
         # Best end for each start within max_answer_tokens: rows = starts, columns = lengths.
         starts = np.arange(q, n)
         ends = starts[:, None] + np.arange(longest)[None, :]
@@ -148,6 +170,10 @@ class SpanQA(TrainablePipe):
             return Prediction(None, 0.0, -np.inf)
         s, length = np.unravel_index(int(total.argmax()), total.shape)
         best = (int(starts[s]), int(starts[s] + length + 1))
+        if classifier:  # log P(span | answerable) + log-odds of answerable
+            answerable = float(scores[0, 0])
+            return Prediction(best, float(np.exp(total.max()) / (1.0 + np.exp(-answerable))),
+                              float(total.max() + answerable))
         return Prediction(best, float(np.exp(total.max())), float(total.max() - (start[0] + end[0])))
 
     def answer(self, prediction: Prediction) -> Optional[Tuple[int, int]]:
@@ -179,8 +205,10 @@ class SpanQA(TrainablePipe):
         return {"null_threshold": tau, "qa_f1": f1}
 
     def get_loss(self, examples: Iterable[Example], scores: List[Floats2d]) -> Tuple[float, List[Floats2d]]:
-        """Cross-entropy of the gold start and end (row 0 when there is no answer), averaged
-        over the batch's QA examples; examples without a question get no gradient."""
+        """Cross-entropy of the gold start and end (row 0 when there is no answer; with the
+        classifier, the spans of answerable questions plus the answerable/unanswerable
+        logistic loss), averaged over the batch's QA examples; examples without a question
+        get no gradient."""
         validate_examples(examples, "SpanQA.get_loss")
         examples = list(examples)
         n_qa = max(1, sum(1 for eg in examples if first_segment_end(eg.predicted)))
@@ -191,10 +219,14 @@ class SpanQA(TrainablePipe):
                 continue
             s = self.model.ops.to_numpy(s)
             gold = self._gold_rows(eg)
-            log_probs = _log_probs(s, question_length(eg.predicted))
-            loss -= float(log_probs[gold, [0, 1]].sum())
-            d = np.exp(log_probs)
-            d[gold, [0, 1]] -= 1.0
+            if self.cfg["no_answer"] == "classifier":
+                example_loss, d = _classifier_loss(s, gold, question_length(eg.predicted))
+            else:
+                log_probs = _log_probs(s, question_length(eg.predicted))
+                example_loss = -float(log_probs[gold, [0, 1]].sum())
+                d = np.exp(log_probs)
+                d[gold, [0, 1]] -= 1.0
+            loss += example_loss
             grads.append(self.model.ops.asarray2f(d / n_qa))
         return loss / n_qa, grads
 
@@ -238,10 +270,31 @@ class SpanQA(TrainablePipe):
             )
 
 
-def _log_probs(scores: np.ndarray, n_question: int) -> np.ndarray:
-    """Log-softmax of the start and end columns over "no answer" and the context tokens:
-    the question's token rows (1..n_question) get probability 0."""
+def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tuple[float, np.ndarray]:
+    """The "classifier" loss of one question and its gradient: logistic loss of row 0's
+    answerable logit, plus, when answerable, the start and end cross-entropy over the
+    context tokens."""
+    answerable = gold != [0, 0]
+    logit = float(scores[0, 0])
+    p = 1.0 / (1.0 + np.exp(-logit))
+    loss = float(np.logaddexp(0.0, -logit) if answerable else np.logaddexp(0.0, logit))
+    d = np.zeros(scores.shape, dtype=np.float64)
+    if answerable:
+        log_probs = _log_probs(scores, n_question, with_null=False)
+        loss -= float(log_probs[gold, [0, 1]].sum())
+        d = np.exp(log_probs)
+        d[gold, [0, 1]] -= 1.0
+    d[0] = [p - float(answerable), 0.0]
+    return loss, d
+
+
+def _log_probs(scores: np.ndarray, n_question: int, with_null: bool = True) -> np.ndarray:
+    """Log-softmax of the start and end columns over the context tokens, and "no answer"
+    (row 0) unless `with_null` is False: the question's token rows (1..n_question) get
+    probability 0."""
     x = scores.astype(np.float64, copy=True)
     x[1 : 1 + n_question] = -np.inf
+    if not with_null:
+        x[0] = -np.inf
     x -= x.max(axis=0)
     return x - np.log(np.exp(x).sum(axis=0))

@@ -17,6 +17,7 @@ from spacy_bertfam.__main__ import main
 from spacy_bertfam.corpora.squad import qa_corpus, read_squad
 from spacy_bertfam.encoders import torch_encoder
 from spacy_bertfam.pipeline.qa_scoring import score_answers
+from spacy_bertfam.pipeline.span_qa import _classifier_loss
 from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
 from ..conftest import TEST_DATA
@@ -116,18 +117,20 @@ def qa_examples(nlp):
     return out
 
 
-def qa_nlp(checkpoint, **listener_settings):
+def qa_nlp(checkpoint, no_answer="span_softmax", **listener_settings):
     nlp = spacy.blank("en")
     nlp.add_pipe("bert_encoder", config={"model": TINY_ENCODER})
     nlp.add_pipe("span_qa", config={"model": {"@architectures": "spacy-bertfam.SpanQA.v1",
-                                               "tok2vec": listener(**listener_settings)}})
+                                               "tok2vec": listener(**listener_settings)},
+                                    "no_answer": no_answer})
     nlp.config["initialize"]["components"]["bert_encoder"] = {
         "encoder_loader": {"@misc": "spacy-bertfam.CheckpointLoader.v1", "path": str(checkpoint)}}
     return nlp
 
 
-def test_span_qa_learns_answers_and_no_answer(hf_bert_dir):
-    nlp = qa_nlp(hf_bert_dir)
+@pytest.mark.parametrize("no_answer", ["span_softmax", "classifier"])
+def test_span_qa_learns_answers_and_no_answer(hf_bert_dir, no_answer):
+    nlp = qa_nlp(hf_bert_dir, no_answer=no_answer)
     fix_random_seed(0)
     nlp.initialize(lambda: qa_examples(nlp))
     optimizer = Adam(0.01)
@@ -149,6 +152,25 @@ def test_span_qa_learns_answers_and_no_answer(hf_bert_dir):
         assert [s.text for s in group] == ([answer] if answer else [])
         assert (group.attrs["score"] is None) == (answer is None)
         assert all(s.start >= len(doc.spans[FIRST_SEGMENT][0]) for s in group)  # never in the question
+
+
+@pytest.mark.parametrize("gold", [[0, 0], [4, 5]])
+def test_classifier_loss_gradient_is_its_derivative(gold):
+    scores = np.random.default_rng(0).normal(size=(8, 2))
+    loss, grad = _classifier_loss(scores, gold, n_question=2)
+    numeric = np.zeros_like(scores)
+    for index in np.ndindex(*scores.shape):
+        step = np.zeros_like(scores)
+        step[index] = 1e-6
+        numeric[index] = (_classifier_loss(scores + step, gold, 2)[0] - _classifier_loss(scores - step, gold, 2)[0]) / 2e-6
+    np.testing.assert_allclose(grad, numeric, atol=1e-6)
+    # An unanswerable question teaches the answerable logit only, never the spans.
+    assert (np.abs(grad[1:]).sum() == 0) == (gold == [0, 0])
+
+
+def test_unknown_no_answer_mode_is_refused(hf_bert_dir):
+    with pytest.raises(ValueError, match="no_answer must be one of 'span_softmax', 'classifier', got 'cls'"):
+        qa_nlp(hf_bert_dir, no_answer="cls")
 
 
 def answers(nlp):
