@@ -14,7 +14,7 @@ from torch import nn
 from ..output import EncoderOutput
 from .char_cnn import CharCNN
 from .config import ElmoConfig
-from .lstm import ProjectedLSTMCell, State, run_direction
+from .lstm import Packing, ProjectedLSTMCell, State, run_direction
 
 BiState = Tuple[List[State], List[State]]  # per layer, forward and backward
 
@@ -81,18 +81,28 @@ class ElmoBiLM(nn.Module):
             mask = (char_ids > 0).any(-1)
         if state is None:
             state = self.initial_state(B, char_ids.device)
+        lengths = mask.sum(-1)
+        if not torch.equal(mask, torch.arange(T, device=mask.device) < lengths[:, None]):
+            raise ValueError("ElmoBiLM reads right-padded rows: each row's mask must be its real tokens "
+                             "followed by padding")
+        # Rows longest first, so that each LSTM step computes only the rows still running.
+        order = torch.argsort(lengths, descending=True, stable=True)
+        unsort = torch.argsort(order)
+        packing = Packing.of(lengths[order], T)
         tokens = self.char_cnn(char_ids) * mask[..., None]
+        sorted_tokens = tokens[order]
         layers = [torch.cat([tokens, tokens], dim=-1)]
-        fwd_in = bwd_in = tokens
+        fwd_in = bwd_in = sorted_tokens
         new_fwd, new_bwd = [], []
         for i in range(self.config.n_layers):
-            fwd, fs = run_direction(self.forward_layers[i], self.dropout(fwd_in), mask, state[0][i], reverse=False)
-            bwd, bs = run_direction(self.backward_layers[i], self.dropout(bwd_in), mask, state[1][i], reverse=True)
+            fs, bs = ((h[order], c[order]) for h, c in (state[0][i], state[1][i]))
+            fwd, fs = run_direction(self.forward_layers[i], self.dropout(fwd_in), packing, fs, reverse=False)
+            bwd, bs = run_direction(self.backward_layers[i], self.dropout(bwd_in), packing, bs, reverse=True)
             if self.config.skip_connections and i > 0:
                 fwd, bwd = fwd + fwd_in, bwd + bwd_in
-            layers.append(torch.cat([fwd, bwd], dim=-1))
-            new_fwd.append(fs)
-            new_bwd.append(bs)
+            layers.append(torch.cat([fwd, bwd], dim=-1)[unsort])
+            new_fwd.append((fs[0][unsort], fs[1][unsort]))
+            new_bwd.append((bs[0][unsort], bs[1][unsort]))
             fwd_in, bwd_in = fwd, bwd
         return EncoderOutput(layers=layers), (new_fwd, new_bwd)
 

@@ -1,5 +1,6 @@
 """bilm-tf's LSTM with a projection, cell and projection clipping, and stacked directions."""
-from typing import List, Optional, Tuple
+from dataclasses import dataclass
+from typing import List, Tuple
 
 import torch
 from torch import nn
@@ -39,22 +40,60 @@ class ProjectedLSTMCell(nn.Module):
         return h.clamp(-self.projection_clip, self.projection_clip), c
 
 
-def run_direction(cell: ProjectedLSTMCell, x: torch.Tensor, mask: torch.Tensor, state: State,
+@dataclass
+class Packing:
+    """Right-padded rows, sorted longest first, as `run_direction` steps through them: at
+    each step only the rows still running (a prefix of the batch) are computed, so a
+    batch costs its real tokens, not its rows times the longest.
+
+    active: per time step, how many rows are still running.
+    reverse: (B, T) per-row time index that reverses each row's real steps in place
+        (padding stays put): the backward direction reads its input through it.
+    packed: (sum(active),) the flat (B·T) position of each step's output rows, time-major.
+    """
+
+    active: List[int]
+    reverse: torch.Tensor
+    packed: torch.Tensor
+
+    @classmethod
+    def of(cls, lengths: torch.Tensor, T: int) -> "Packing":
+        """lengths: (B,) real steps per row, non-increasing."""
+        steps = torch.arange(T, device=lengths.device)
+        reverse = torch.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)
+        counts = lengths.tolist()
+        active = [sum(1 for n in counts if n > t) for t in range(max(counts, default=0))]
+        packed = torch.cat([torch.arange(n, device=lengths.device) * T + t for t, n in enumerate(active)]) \
+            if active else lengths.new_zeros(0)
+        return cls(active, reverse, packed)
+
+
+def run_direction(cell: ProjectedLSTMCell, x: torch.Tensor, packing: Packing, state: State,
                   reverse: bool) -> Tuple[torch.Tensor, State]:
-    """Run one cell over (B, T, W) inputs; padded steps leave a row's state unchanged,
-    so each row's final state is the one after its own last (or, reversed, first) token."""
+    """Run one cell over (B, T, W) inputs whose rows are laid out as `packing` says;
+    each row's final state is the one after its own last (or, reversed, first) token,
+    and padding outputs are zero."""
     B, T, _ = x.shape
-    outputs: List[Optional[torch.Tensor]] = [None] * T
+    index = packing.reverse[..., None]
+    if reverse:
+        x = x.gather(1, index.expand_as(x))
     h, c = state
-    # One matrix product for all steps; unbind once (indexing a step at a time would
+    # One matrix product for all steps, unbound once (indexing a step at a time would
     # make autograd build a full-size zero gradient per step).
     projected = cell.input_linearity(x).unbind(1)
-    keeps = mask[..., None].unbind(1)
-    steps = range(T - 1, -1, -1) if reverse else range(T)
-    for t in steps:
-        new_h, new_c = cell.step(projected[t], (h, c))
-        keep = keeps[t]
-        h = torch.where(keep, new_h, h)
-        c = torch.where(keep, new_c, c)
-        outputs[t] = new_h * keep
-    return torch.stack(outputs, dim=1), (h, c)
+    outputs = []
+    for t, n in enumerate(packing.active):
+        new_h, new_c = cell.step(projected[t][:n], (h[:n], c[:n]))
+        # Rows that have ended keep their state; no in-place writes, so autograd can
+        # keep every step's inputs.
+        h = new_h if n == B else torch.cat([new_h, h[n:]])
+        c = new_c if n == B else torch.cat([new_c, c[n:]])
+        outputs.append(new_h)
+    width = h.shape[-1]
+    out = x.new_zeros(B * T, width)
+    if outputs:
+        out = out.index_copy(0, packing.packed, torch.cat(outputs).to(out.dtype))
+    out = out.view(B, T, width)
+    if reverse:
+        out = out.gather(1, index.expand_as(out))
+    return out, (h, c)
