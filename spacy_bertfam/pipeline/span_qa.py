@@ -41,7 +41,6 @@ from ..pretrained import packaged_sizes
 from ..tokenization.words import first_segment_end
 from .qa_scoring import best_null_threshold
 
-
 NO_ANSWER_MODES = ("span_softmax", "classifier")
 
 
