@@ -36,7 +36,7 @@ class CharCNN(nn.Module):
             C = min(C, int(used[-1]) + 1 + max(width for width, _ in self.config.filters))
             char_ids = char_ids[..., :C]
         # The representation is context-free: each distinct word of the batch (and the
-        # padding) is computed once; in English prose that is about a third of the tokens.
+        # padding) is computed once; most tokens of a batch repeat an earlier one.
         words, inverse = torch.unique(char_ids.reshape(B * T, C), dim=0, return_inverse=True)
         x = self.chars(words)  # (n_words, C, char_width)
         pooled = [self.activation(_convolve(conv, x).max(dim=1).values) for conv in self.convolutions]
