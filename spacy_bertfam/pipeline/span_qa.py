@@ -16,8 +16,10 @@ row 0's first column is the logit of "the context answers it", trained on every
 question, while the span softmaxes (over context tokens only) learn from answerable
 questions alone. On SQuAD 2.0 with a small budget the first taught the spans almost
 nothing, since each unanswerable question pushes down the plausible span its question
-was written around (bench/results/qa.md). Docs without a question (ordinary Docs that other components
-process in the same pipeline) are left alone, and are missing data in training.
+was written around (bench/results/qa.md).
+
+Docs without a question (ordinary Docs that other components process in the same
+pipeline) are left alone, and are missing data in training.
 Questions about an ordinary Doc: `spacy_bertfam.ask` (pipeline/questions.py).
 """
 from dataclasses import dataclass
@@ -218,13 +220,7 @@ class SpanQA(TrainablePipe):
                 continue
             s = self.model.ops.to_numpy(s)
             gold = self._gold_rows(eg)
-            if self.cfg["no_answer"] == "classifier":
-                example_loss, d = _classifier_loss(s, gold, question_length(eg.predicted))
-            else:
-                log_probs = _log_probs(s, question_length(eg.predicted))
-                example_loss = -float(log_probs[gold, [0, 1]].sum())
-                d = np.exp(log_probs)
-                d[gold, [0, 1]] -= 1.0
+            example_loss, d = _LOSSES[self.cfg["no_answer"]](s, gold, question_length(eg.predicted))
             loss += example_loss
             grads.append(self.model.ops.asarray2f(d / n_qa))
         return loss / n_qa, grads
@@ -269,6 +265,15 @@ class SpanQA(TrainablePipe):
             )
 
 
+def _span_softmax_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tuple[float, np.ndarray]:
+    """BERT's loss of one question and its gradient: the start and end cross-entropy over
+    "no answer" and the context tokens."""
+    log_probs = _log_probs(scores, n_question)
+    d = np.exp(log_probs)
+    d[gold, [0, 1]] -= 1.0
+    return -float(log_probs[gold, [0, 1]].sum()), d
+
+
 def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tuple[float, np.ndarray]:
     """The "classifier" loss of one question and its gradient: logistic loss of row 0's
     answerable logit, plus, when answerable, the start and end cross-entropy over the
@@ -285,6 +290,9 @@ def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tu
         d[gold, [0, 1]] -= 1.0
     d[0] = [p - float(answerable), 0.0]
     return loss, d
+
+
+_LOSSES = {"span_softmax": _span_softmax_loss, "classifier": _classifier_loss}
 
 
 def _log_probs(scores: np.ndarray, n_question: int, with_null: bool = True) -> np.ndarray:

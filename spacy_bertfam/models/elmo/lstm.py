@@ -61,11 +61,10 @@ class Packing:
         """lengths: (B,) real steps per row, non-increasing."""
         steps = torch.arange(T, device=lengths.device)
         reverse = torch.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)
-        counts = lengths.tolist()
-        active = [sum(1 for n in counts if n > t) for t in range(max(counts, default=0))]
-        packed = torch.cat([torch.arange(n, device=lengths.device) * T + t for t, n in enumerate(active)]) \
-            if active else lengths.new_zeros(0)
-        return cls(active, reverse, packed)
+        running = steps[:, None] < lengths[None, :]  # (T, B)
+        active = [n for n in running.sum(1).tolist() if n]
+        t, row = torch.nonzero(running, as_tuple=True)  # time-major, rows in order
+        return cls(active, reverse, row * T + t)
 
 
 def run_direction(cell: ProjectedLSTMCell, x: torch.Tensor, packing: Packing, state: State,
