@@ -163,13 +163,17 @@ class EncoderComponent(TrainablePipe):
         if self.cfg["store_all_layers"]:
             contract.request_layers(None)
         else:
-            wanted = {self.cfg["tensor_layer"]} if self.cfg["set_doc_tensor"] else set()
+            wanted = self._layers_read_here()
             for listener in self.listeners:
                 wanted.update(listener.layers_read())
             contract.request_layers(sorted(wanted) or [-1])
         listeners = self.listeners
         for i, listener in enumerate(listeners):
             listener.drop_outputs_after_reading(self.cfg["drop_outputs"] and i == len(listeners) - 1)
+
+    def _layers_read_here(self) -> set:
+        """The layers this component reads itself when annotating (doc.tensor's)."""
+        return {self.cfg["tensor_layer"]} if self.cfg["set_doc_tensor"] else set()
 
     # -- prediction ---------------------------------------------------------------
     def predict(self, docs: Iterable[Doc]) -> EncodedBatch:

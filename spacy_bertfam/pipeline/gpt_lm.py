@@ -6,7 +6,7 @@ rule. On top of that:
 
 - `lm_scores = true` sets `doc._.perplexity` and `token._.logprob` (natural log,
   the sum over the token's pieces; a token sharing a neighbour's piece gets 0.0),
-  scored with windows that carry left context through long documents;
+  read from the features pass's top layer with the LM head, so the decoder runs once;
 - `generate(...)` samples continuations, streaming text increments;
 - `lm_weight` (λ) adds λ × the LM loss on each training batch's own text to the
   task losses, as GPT-1 fine-tunes (Radford et al. 2018, §3.2: λ = 0.5).
@@ -18,12 +18,11 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc, Token
 from spacy.vocab import Vocab
-from thinc.api import Model
+from thinc.api import Model, xp2torch
 
 from ..encoders import EncodedBatch, piece_layout, torch_encoder
-from ..models.gpt import check_fits, check_sampling, generate, piece_logprobs
+from ..models.gpt import check_fits, check_sampling, first_piece_logprobs, generate, next_piece_logprobs
 from ..tokenization import PieceTokenizer
-from ..tokenization.windows import window_spans
 from ..tokenization.words import token_words
 from .encoder import DEFAULT_COMPONENT_CONFIG, EncoderComponent
 
@@ -71,25 +70,44 @@ class GptLmComponent(EncoderComponent):
             raise ValueError(f"{self.name}: the vocabulary has no special piece to start texts with")
         return special[0]
 
+    def _layers_read_here(self) -> set:
+        """doc.tensor's layer, and the top one when LM scores are read from it."""
+        return super()._layers_read_here() | ({-1} if self.cfg["lm_scores"] else set())
+
     def set_annotations(self, docs: Sequence[Doc], encodings: EncodedBatch) -> None:
         """The shared annotations, plus the LM scores when `lm_scores` is set."""
         super().set_annotations(docs, encodings)
         if self.cfg["lm_scores"]:
-            self.set_lm_scores(docs)
+            self.set_lm_scores(docs, encodings)
 
-    def set_lm_scores(self, docs: Sequence[Doc]) -> None:
-        """Set doc._.perplexity and the per-token log-probabilities."""
-        words_ids = self.tokenizer.encode_words([token_words(d, "space_before") for d in docs])
-        pieces = [[p for word in doc_words for p in word] for doc_words in words_ids]
-        layout = piece_layout(self.model)
-        # Windows over the pieces after one beginning-of-text piece.
-        windows = [window_spans(len(p) + 1, layout.window, layout.stride) for p in pieces]
-        logprobs = piece_logprobs(torch_encoder(self.model), pieces, windows, bos_id=self._bos_id())
-        for doc, doc_words, scores in zip(docs, words_ids, logprobs):
+    def set_lm_scores(self, docs: Sequence[Doc], encodings: EncodedBatch) -> None:
+        """Set doc._.perplexity and the per-token log-probabilities from the features pass.
+
+        Piece i + 1 is scored from the top layer at piece i, in the window where piece i
+        has the most left context (the causal window rule), so the decoder does not run
+        again; the first piece is scored after the beginning-of-text piece. A token
+        sharing a neighbour's piece gets 0.0.
+        """
+        decoder = torch_encoder(self.model)
+        top = self.contract.n_layers - 1
+        words_ids = self.tokenizer.encode_words([token_words(d, piece_layout(self.model).words) for d in docs])
+        pieces = [np.asarray([p for word in doc_words for p in word], dtype=np.int64) for doc_words in words_ids]
+        per_doc = [np.zeros(0, dtype=np.float32) for _ in docs]
+        scored = [k for k, ids in enumerate(pieces) if len(ids)]
+        if scored:
+            device = next(decoder.parameters()).device
+            hidden = torch.cat([xp2torch(encodings[k].layers[top][:-1], device=device) for k in scored])
+            targets = torch.as_tensor(np.concatenate([pieces[k][1:] for k in scored]), device=device)
+            following = next_piece_logprobs(decoder, hidden, targets).cpu().numpy()
+            first = first_piece_logprobs(decoder, self._bos_id())[[int(pieces[k][0]) for k in scored]].cpu().numpy()
+            bounds = np.cumsum([0] + [len(pieces[k]) - 1 for k in scored])
+            for j, k in enumerate(scored):
+                per_doc[k] = np.concatenate([first[j:j + 1], following[bounds[j]:bounds[j + 1]]])
+        for doc, doc_words, scores in zip(docs, words_ids, per_doc):
             lengths = np.asarray([len(w) for w in doc_words], dtype=np.int64)
+            running = np.concatenate([[0.0], np.cumsum(scores, dtype=np.float64)])
             ends = np.cumsum(lengths)
-            per_token = np.asarray([scores[e - n:e].sum() for e, n in zip(ends, lengths)], dtype=np.float32)
-            doc._.token_logprobs = per_token
+            doc._.token_logprobs = (running[ends] - running[ends - lengths]).astype(np.float32)
             doc._.perplexity = float(np.exp(-scores.mean())) if len(scores) else None
 
     def generate(

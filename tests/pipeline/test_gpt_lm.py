@@ -41,35 +41,55 @@ def test_pieces_equal_gpt_tokenization_of_running_text(gpt_dir):
     assert doc_pieces(nlp, doc) == nlp.get_pipe("gpt_lm").tokenizer.encode(TEXT).ids.tolist()
 
 
+def reference_logprobs(decoder, pieces, starts):
+    """Piece j >= 1 after pieces[s:j], s = starts[j - 1]; piece 0 after <|endoftext|> alone."""
+    with torch.no_grad():
+        first = torch.log_softmax(decoder.logits(decoder(torch.tensor([[0]])).layers[-1])[0, 0], -1)
+        scores = [float(first[pieces[0]])]
+        for j in range(1, len(pieces)):
+            context = torch.tensor([pieces[starts[j - 1]:j]])
+            scores.append(float(torch.log_softmax(decoder.logits(decoder(context).layers[-1])[0, -1], -1)[pieces[j]]))
+    return np.asarray(scores)
+
+
 def test_perplexity_is_exp_mean_nll_from_logits(gpt_dir):
     nlp = gpt_nlp(gpt_dir, component={"lm_scores": True})
     doc = nlp(TEXT)
     pieces = doc_pieces(nlp, doc)
     decoder = torch_encoder(nlp.get_pipe("gpt_lm").model).eval()
-    seq = torch.tensor([[0, *pieces]])  # <|endoftext|> first
-    with torch.no_grad():
-        logits = decoder.logits(decoder(seq).layers[-1])[0]
-    nll = torch.nn.functional.cross_entropy(logits[:-1], seq[0, 1:])
-    assert doc._.perplexity == pytest.approx(float(torch.exp(nll)), rel=1e-5)
-    total = sum(t._.logprob for t in doc)
-    assert total == pytest.approx(-float(nll) * len(pieces), rel=1e-4)
+    expected = reference_logprobs(decoder, pieces, [0] * len(pieces))
+    assert doc._.perplexity == pytest.approx(float(np.exp(-expected.mean())), rel=1e-5)
+    words = [(doc[t.i - 1].whitespace_ if t.i else "") + t.text for t in doc]
+    lengths = [len(w) for w in nlp.get_pipe("gpt_lm").tokenizer.encode_words([words])[0]]
+    bounds = np.cumsum([0] + lengths)
+    per_token = [expected[a:b].sum() for a, b in zip(bounds[:-1], bounds[1:])]
+    assert [t._.logprob for t in doc] == pytest.approx(per_token, rel=1e-4, abs=1e-5)
 
 
 def test_long_text_scores_carry_left_context(gpt_dir):
     window, stride = 16, 8
     nlp = gpt_nlp(gpt_dir, component={"lm_scores": True}, window=window, stride=stride)
     doc = nlp(TEXT + " " + TEXT)
-    seq = [0, *doc_pieces(nlp, doc)]
-    assert len(seq) > 3 * window
+    pieces = doc_pieces(nlp, doc)
+    assert len(pieces) > 3 * window
     decoder = torch_encoder(nlp.get_pipe("gpt_lm").model).eval()
-    # Piece j is scored in the earliest window [s, s + 16) holding j - 1 and j.
-    expected = []
-    for j in range(1, len(seq)):
-        s = min(s for s in range(0, len(seq), stride) if s <= j - 1 and j < s + window)
-        with torch.no_grad():
-            logp = torch.log_softmax(decoder.logits(decoder(torch.tensor([seq[s:j]])).layers[-1])[0, -1], -1)
-        expected.append(float(logp[seq[j]]))
-    assert doc._.perplexity == pytest.approx(float(np.exp(-np.mean(expected))), rel=1e-4)
+    # Piece j is predicted from piece j - 1 in the earliest window [s, s + 16) holding it.
+    starts = [max(0, (i - window) // stride + 1) * stride for i in range(len(pieces))]
+    assert all(s <= i < s + window and (s == 0 or i >= s - stride + window) for i, s in enumerate(starts))
+    expected = reference_logprobs(decoder, pieces, starts)
+    assert doc._.perplexity == pytest.approx(float(np.exp(-expected.mean())), rel=1e-4)
+
+
+def test_lm_scores_do_not_run_the_decoder_again(gpt_dir):
+    calls = {}
+    for lm_scores in (False, True):
+        nlp = gpt_nlp(gpt_dir, component={"lm_scores": lm_scores}, window=16, stride=8)
+        shapes = calls[lm_scores] = []
+        torch_encoder(nlp.get_pipe("gpt_lm").model).register_forward_hook(
+            lambda module, args, out, shapes=shapes: shapes.append(tuple(args[0].shape)))
+        list(nlp.pipe([TEXT, TEXT + " " + TEXT, "Hi"]))
+    # Only the beginning-of-text piece's own one-position pass is added.
+    assert calls[True] == calls[False] + [(1, 1)]
 
 
 def test_causal_windows_keep_the_most_left_context(gpt_dir):

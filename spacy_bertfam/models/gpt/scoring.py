@@ -1,43 +1,35 @@
-"""Log-probabilities of every piece of long texts under a GPT decoder.
+"""Log-probabilities of pieces under a GPT decoder, read from hidden states already computed.
 
-The text, after one beginning-of-text piece, is read in the windows the caller gives
-(overlapping (start, end) ranges of that sequence, e.g. `tokenization.windows.window_spans`);
-each piece is scored in the earliest window that holds it and its predecessor, the one
-giving it the most left context.
+The features pass has run the decoder over every piece, so scoring needs only the LM
+head: the top-layer state at piece i (after the final LayerNorm) gives the distribution
+of piece i + 1. A text's first piece has no state before it; it is scored after the
+beginning-of-text piece alone, whose distribution does not depend on the text.
 """
-from typing import List, Sequence, Tuple
-
-import numpy as np
 import torch
 
 from .decoder import GptDecoder
 
+# LM-head rows per matrix product: 256 × 50,257 float32 logits are 51 MB.
+ROWS_PER_CALL = 256
+
 
 @torch.no_grad()
-def piece_logprobs(
-    model: GptDecoder, docs: Sequence[Sequence[int]], windows: Sequence[Sequence[Tuple[int, int]]], *, bos_id: int
-) -> List[np.ndarray]:
-    """Per doc, the natural-log probability of each piece given all pieces before it.
+def next_piece_logprobs(model: GptDecoder, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log P(targets[i] | the context summarised by hidden[i]), for (n, width) hidden states."""
+    scores = hidden.new_empty(targets.shape[0], dtype=torch.float32)
+    for start in range(0, targets.shape[0], ROWS_PER_CALL):
+        rows = slice(start, start + ROWS_PER_CALL)
+        logp = torch.log_softmax(model.logits(hidden[rows].to(model.pieces.weight.dtype)).float(), dim=-1)
+        scores[rows] = logp.gather(1, targets[rows, None])[:, 0]
+    return scores
 
-    windows: per doc, (start, end) ranges over [bos_id, *pieces] covering all of it.
-    """
+
+@torch.no_grad()
+def first_piece_logprobs(model: GptDecoder, bos_id: int) -> torch.Tensor:
+    """(n_pieces,) log-probabilities of a text's first piece after the beginning-of-text piece."""
+    was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
-    out = []
-    for ids, spans in zip(docs, windows):
-        seq = torch.tensor([bos_id, *ids], dtype=torch.long, device=device)
-        scores = np.zeros(len(ids), dtype=np.float32)
-        done = 0  # pieces scored so far (targets are seq[1:])
-        for start, end in spans:
-            if end - 1 <= done:
-                continue
-            logits = model.logits(model(seq[None, start:end]).layers[-1])[0]
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            # Position p (absolute) predicts seq[p + 1]; score targets done+1 .. end-1.
-            first = done + 1
-            targets = seq[first:end]
-            rows = logp[first - 1 - start : end - 1 - start]
-            scores[first - 1 : end - 1] = rows.gather(1, targets[:, None])[:, 0].cpu().numpy()
-            done = end - 1
-        out.append(scores)
-    return out
+    bos = torch.tensor([[bos_id]], device=model.pieces.weight.device)
+    logp = torch.log_softmax(model.logits(model(bos).layers[-1][0, 0]).float(), dim=-1)
+    model.train(was_training)
+    return logp
