@@ -14,7 +14,6 @@ What it does with its encoder Model (see `encoders.contract` for the Model's sid
   in `tensor_layer`) unless `set_doc_tensor` is false; `user_hooks` routes
   `.vector` and `.similarity` of docs, spans and tokens through it.
 """
-from itertools import count, islice
 from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 from spacy.language import Language
@@ -31,9 +30,11 @@ from .hooks import install_vector_hooks
 from .listener import DOC_EXTENSION, EncoderListener
 from .pooled_encoder import replace_listener, replace_listener_cfg
 
-# nlp.pipe's read-ahead buffer closes at this many encoder calls' worth of tokens
-# (4 × 4,096 by default); on a 1M-token stream: 3,341 words/s against 3,372 unbounded.
-READ_AHEAD_CALLS = 4
+# nlp.pipe's read-ahead buffer holds at most this many encoder calls' worth of tokens
+# (2 × 4,096 by default), and glibc is asked to give freed pages back once per
+# TRIM_EVERY_CALLS calls' worth (trimming more often cost words/s; see `pipe`).
+READ_AHEAD_CALLS = 2
+TRIM_EVERY_CALLS = 4
 
 DEFAULT_COMPONENT_CONFIG = {
     "set_doc_tensor": True,
@@ -211,22 +212,23 @@ class EncoderComponent(TrainablePipe):
 
         The buffer holds up to `batch_size × sort_batches` docs, encoded in groups of
         about the model's `batch_pieces` tokens, so small batches of short texts do
-        not each pay a separate encoder call. It also closes at `READ_AHEAD_CALLS ×
-        batch_pieces` tokens: every buffered Doc holds its outputs until the buffer is
-        yielded, so without a token bound memory grew with the texts' length. Between
-        buffers, glibc gives freed pages back (`processes.trim_freed_memory`). Measured
-        on 1M tokens of tweets then book paragraphs (bench/stream_memory.py): peak RSS
-        2.18 GB with 1,024-Doc buffers, 1.51 GB with the bound and the trim.
+        not each pay a separate encoder call. It also holds at most `READ_AHEAD_CALLS ×
+        batch_pieces` tokens (a longer doc alone): every buffered Doc holds its outputs
+        until the buffer is yielded, so without a token bound memory grew with the
+        texts' length. Every `TRIM_EVERY_CALLS × batch_pieces` tokens, glibc gives freed
+        pages back (`processes.trim_freed_memory`). Measured on 1M tokens
+        (bench/stream_memory.py, drop_outputs): peak RSS 2.18 GB with 1,024-Doc buffers;
+        1.40 GB with a 4-call bound that a doc could overshoot and a trim after each
+        buffer; 1.17 GB now (shuffled tweets and paragraphs).
         """
         error_handler = self.get_error_handler()
         budget = self.contract.batch_pieces
-        stream = iter(stream)
-        for n in count():
-            buffer = _read_ahead(stream, batch_size * self.cfg["sort_batches"], budget * READ_AHEAD_CALLS)
-            if not buffer:
-                return
-            if n:  # between buffers of one stream: a pipe over a few texts never pays for it
+        since_trim = 0
+        for buffer in _read_ahead(stream, batch_size * self.cfg["sort_batches"], budget * READ_AHEAD_CALLS):
+            if since_trim >= budget * TRIM_EVERY_CALLS:  # a pipe over a few texts never pays for it
                 trim_freed_memory()
+                since_trim = 0
+            since_trim += sum(len(doc) for doc in buffer)
             for docs in _groups_by_tokens(sorted(buffer, key=len), budget):
                 try:
                     self.set_annotations(docs, self.predict(docs))
@@ -345,16 +347,23 @@ class EncoderComponent(TrainablePipe):
         self._sync()
 
 
-def _read_ahead(stream: Iterator[Doc], max_docs: int, max_tokens: int) -> List[Doc]:
-    """The next docs of the stream, up to `max_docs` of them or until they hold `max_tokens` tokens."""
+def _read_ahead(stream: Iterable[Doc], max_docs: int, max_tokens: int) -> Iterator[List[Doc]]:
+    """Consecutive docs of the stream in buffers of up to `max_docs` docs and `max_tokens`
+    tokens (a longer doc alone): a doc that would overflow a buffer starts the next one,
+    so every buffer stays within the bound."""
     buffer: List[Doc] = []
     tokens = 0
-    for doc in islice(stream, max_docs):
+    for doc in stream:
+        if buffer and tokens + len(doc) > max_tokens:
+            yield buffer
+            buffer, tokens = [], 0
         buffer.append(doc)
         tokens += len(doc)
-        if tokens >= max_tokens:
-            break
-    return buffer
+        if len(buffer) == max_docs:
+            yield buffer
+            buffer, tokens = [], 0
+    if buffer:
+        yield buffer
 
 
 def _groups_by_tokens(docs: List[Doc], budget: int) -> Iterator[List[Doc]]:
