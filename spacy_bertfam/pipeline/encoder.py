@@ -219,7 +219,7 @@ class EncoderComponent(TrainablePipe):
         pages back (`processes.trim_freed_memory`). Measured on 1M tokens
         (bench/stream_memory.py, drop_outputs): peak RSS 2.18 GB with 1,024-Doc buffers;
         1.40 GB with a 4-call bound that a doc could overshoot and a trim after each
-        buffer; 1.17 GB now (shuffled tweets and paragraphs).
+        buffer; 1.12-1.17 GB now (tweets and paragraphs shuffled, 2 runs).
         """
         error_handler = self.get_error_handler()
         budget = self.contract.batch_pieces
