@@ -32,7 +32,8 @@ from .pooled_encoder import replace_listener, replace_listener_cfg
 
 # nlp.pipe's read-ahead buffer holds at most this many encoder calls' worth of tokens
 # (2 × 4,096 by default), and glibc is asked to give freed pages back once per
-# TRIM_EVERY_CALLS calls' worth (trimming more often cost words/s; see `pipe`).
+# TRIM_EVERY_CALLS calls' worth: with 1-call buffers trimmed after each, a shuffled
+# stream ran at 2,783 words/s, against 3,477 with 4-call buffers.
 READ_AHEAD_CALLS = 2
 TRIM_EVERY_CALLS = 4
 
