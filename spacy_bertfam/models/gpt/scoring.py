@@ -19,7 +19,7 @@ def next_piece_logprobs(model: GptDecoder, hidden: torch.Tensor, targets: torch.
     scores = hidden.new_empty(targets.shape[0], dtype=torch.float32)
     for start in range(0, targets.shape[0], ROWS_PER_CALL):
         rows = slice(start, start + ROWS_PER_CALL)
-        logp = torch.log_softmax(model.logits(hidden[rows].to(model.pieces.weight.dtype)).float(), dim=-1)
+        logp = torch.log_softmax(model.logits(hidden[rows]).float(), dim=-1)
         scores[rows] = logp.gather(1, targets[rows, None])[:, 0]
     return scores
 
