@@ -116,6 +116,7 @@ def main():
                         help="SQuAD v1.1 or v2.0 JSON")
     parser.add_argument("--train-articles", default="0:36")
     parser.add_argument("--dev-articles", default="38:41")
+    parser.add_argument("--save", type=Path, help="save the trained model and tokenizer here")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     random.seed(args.seed)
@@ -147,6 +148,9 @@ def main():
         if step % 50 == 0:
             print(f"step {step} loss {out.loss.item():.3f} ({time.time() - start:.0f} s)", flush=True)
     train_s = time.time() - start
+    if args.save:
+        model.save_pretrained(args.save)
+        tok.save_pretrained(args.save)
     start = time.time()
     guesses, margins = predict(model, tok, dev)
     predict_s = time.time() - start
