@@ -36,9 +36,9 @@ def main() -> None:
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import spacy
     import torch
+    from qa_reference import predict, questions, scores
     from transformers import BertForQuestionAnswering, BertTokenizerFast
 
-    from qa_reference import predict, questions, scores
     from spacy_bertfam.corpora.squad import make_qa_doc
 
     torch.set_num_threads(args.threads)
