@@ -84,7 +84,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     outputs, backprop_torch = shim(inputs, is_train)
     offsets = np.cumsum([0] + [len(doc) for doc in docs])
     alignments = [(np.ones(len(doc), dtype=np.int64), np.arange(len(doc), dtype=np.int64)) for doc in docs]
-    batch = EncodedBatch(split_outputs([torch2xp(o) for o in outputs], layer_ids, offsets, alignments))
+    batch = EncodedBatch(split_outputs([torch2xp(o) for o in outputs], layer_ids, offsets, alignments,
+                                       own=not is_train))
 
     def backprop(d_encodings) -> List[Doc]:
         if not len(rows):

@@ -10,15 +10,21 @@ Alignment = Tuple[np.ndarray, np.ndarray]  # (token_lengths, token_pieces) of on
 
 
 def split_outputs(
-    arrays: Sequence[Any], layer_ids: Sequence[int], offsets: np.ndarray, alignments: Sequence[Alignment]
+    arrays: Sequence[Any], layer_ids: Sequence[int], offsets: np.ndarray, alignments: Sequence[Alignment],
+    *, own: bool = False,
 ) -> List[DocEncoding]:
     """Cut (n_rows, width) layer outputs into one `DocEncoding` per Doc.
 
     offsets: (n_docs + 1,) first row of each Doc in the outputs.
+    own: give each Doc copies of its rows rather than views of the batch's arrays. A view
+        keeps the whole batch's array alive for as long as any of its Docs is kept, so a
+        stream holds every batch that still has a Doc downstream (prediction copies; a
+        training step, which keeps the batch's arrays for its backward pass anyway, does not).
     """
+    cut = (lambda a, s, e: a[s:e].copy()) if own else (lambda a, s, e: a[s:e])
     return [
         DocEncoding(
-            layers={layer: arr[int(offsets[d]) : int(offsets[d + 1])] for layer, arr in zip(layer_ids, arrays)},
+            layers={layer: cut(arr, int(offsets[d]), int(offsets[d + 1])) for layer, arr in zip(layer_ids, arrays)},
             token_lengths=lengths,
             token_pieces=pieces,
         )

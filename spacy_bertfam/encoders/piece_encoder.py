@@ -148,7 +148,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     outputs = list(outputs)
     lm_loss = outputs.pop() if lm is not None else None
     alignments = [(p.token_lengths, p.token_pieces) for p in pieces]
-    batch = EncodedBatch(split_outputs([torch2xp(t) for t in outputs], layer_ids, offsets, alignments),
+    batch = EncodedBatch(split_outputs([torch2xp(t) for t in outputs], layer_ids, offsets, alignments,
+                                       own=not is_train),
                          lm_loss=None if lm_loss is None else float(lm_loss.detach()))
 
     def backprop(d_encodings: List[Dict[int, object]]) -> List[Doc]:

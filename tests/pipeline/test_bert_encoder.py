@@ -220,3 +220,16 @@ def test_read_ahead_is_bounded_by_tokens(hf_bert_dir):
     assert most_read_ahead("the cat sat on the mat " * 5) == 3
     # 2 tokens each: the doc count (4 batches of 8) is the bound.
     assert most_read_ahead("the cat") == 32
+
+
+def test_a_kept_doc_holds_only_its_own_outputs(hf_bert_dir):
+    # Each Doc's stored layers are its own arrays, not views of the batch's: a view would keep
+    # the whole batch's outputs alive for as long as one of its Docs is kept.
+    nlp = tiny_nlp(hf_bert_dir)
+    docs = list(nlp.pipe(["the cat sat on the mat", "hello river bank", "the dog ran"], batch_size=3))
+    layers = [doc._.bertfam["bert_encoder"].layers for doc in docs]
+    assert len(layers[0]) == 4
+    for k in layers[0]:
+        rows = [stored[k] for stored in layers]
+        assert all(r.base is None or r.base.size == r.size for r in rows)
+        assert not any(np.shares_memory(a, b) for i, a in enumerate(rows) for b in rows[i + 1:])
