@@ -15,9 +15,10 @@ class WindowedEncoder(nn.Module):
     `tokenization.windows.WindowPlan`), so gradients are split between
     overlapping windows exactly as the forward pass combined them.
 
-    Memory: with `recompute`, only each chunk's chosen layer outputs are kept and the
-    chunk's activations are recomputed in the backward pass (activation checkpointing),
-    so a training batch's memory is bounded by one chunk rather than the whole batch.
+    Memory: each chunk's layers are added into the outputs as soon as it has run, so only
+    one chunk's layers exist at a time; with `recompute`, the chunk's activations are also
+    recomputed in the backward pass (activation checkpointing), so a training batch's
+    memory is bounded by one chunk rather than the whole batch.
     """
 
     def __init__(self, encoder: nn.Module):
@@ -59,20 +60,25 @@ class WindowedEncoder(nn.Module):
             param = next(self.encoder.parameters())
             return [param.new_zeros((n_out, self.encoder.config.hidden_width))] * count
         recompute = recompute and torch.is_grad_enabled()
-        per_chunk = []
+        result: List[torch.Tensor] = []
+        first = 0  # the chunk's first position in `source`'s numbering
         with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
             for windows, length in chunks:
                 inputs = (ids[windows, :length], mask[windows, :length],
                           None if type_ids is None else type_ids[windows, :length])
                 if recompute:
-                    per_chunk.append(checkpoint(self._chunk_layers, *inputs, layers, use_reentrant=False))
+                    chosen = checkpoint(self._chunk_layers, *inputs, layers, use_reentrant=False)
                 else:
-                    per_chunk.append(self._chunk_layers(*inputs, layers))
-        result = []
-        for parts in zip(*per_chunk):
-            flat = torch.cat(parts) if len(parts) > 1 else parts[0]
-            picked = flat[source] * weight[:, None].to(flat.dtype)
-            result.append(picked.new_zeros((n_out, picked.shape[-1])).index_add(0, target, picked))
+                    chosen = self._chunk_layers(*inputs, layers)
+                # Added into the outputs chunk by chunk, so no call holds every chunk's layers at once.
+                end = first + len(windows) * length
+                rows = ((source >= first) & (source < end)).nonzero().squeeze(1)
+                at, scale = source[rows] - first, weight[rows, None]
+                if not result:
+                    result = [layer.new_zeros((n_out, layer.shape[-1])) for layer in chosen]
+                for out, layer in zip(result, chosen):
+                    out.index_add_(0, target[rows], layer[at] * scale.to(layer.dtype))
+                first = end
         if lm_rows is not None:
             with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
                 logits = self.encoder.logits(result[-1][lm_rows])

@@ -7,7 +7,7 @@ Combinations (when more than one layer is chosen):
   Devlin et al. 2018, Table 7), width × k;
 - "mean": the plain average.
 """
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d
@@ -92,13 +92,16 @@ def _forward(model: Model, encodings: List[DocEncoding], is_train: bool) -> Tupl
     offsets = [sum(piece_counts[:i]) for i in range(len(piece_counts))]
     token_pieces = _concat1i(ops, [ops.asarray1i(e.token_pieces) + o for e, o in zip(encodings, offsets)])
     token_lengths = _concat1i(ops, [ops.asarray1i(e.token_lengths) for e in encodings])
-    pooled, pool_backprops = [], []
-    for layer in layers:
-        pieces = _stack([_get_layer(enc, layer) for enc in encodings], ops, model.get_dim("nO"))
-        p, bp = pool_pieces(ops, pieces, token_pieces, token_lengths, pooling)
-        pooled.append(p)
-        pool_backprops.append(bp)
-    combined, backprop_combine = _combine(model, pooled)
+    pool_backprops = []
+
+    def pool_layers() -> Iterator[Floats2d]:  # one layer at a time, so _combine can consume it
+        for layer in layers:
+            pieces = _stack([_get_layer(enc, layer) for enc in encodings], ops, pooler_input_width(model))
+            p, bp = pool_pieces(ops, pieces, token_pieces, token_lengths, pooling)
+            pool_backprops.append(bp)
+            yield p
+
+    combined, backprop_combine = _combine(model, pool_layers(), len(layers))
     outputs = _split(combined, token_counts)
 
     def backprop(d_outputs: List[Floats2d]) -> List[dict]:
@@ -140,18 +143,31 @@ def _split(X: Floats2d, counts: List[int]) -> List[Floats2d]:
     return out
 
 
-def _combine(model: Model, pooled: List[Floats2d]) -> Tuple[Floats2d, Callable[[Floats2d], List[Floats2d]]]:
-    """Combine k pooled layers; the backprop returns one gradient per layer."""
+def _combine(model: Model, pooled: Iterator[Floats2d], k: int
+             ) -> Tuple[Floats2d, Callable[[Floats2d], List[Floats2d]]]:
+    """Combine k pooled layers; the backprop returns one gradient per layer.
+
+    Concat and mean consume the layers one by one, so only the result and one pooled
+    layer exist at a time (a batch's prediction memory is that of its output).
+    """
     xp = model.ops.xp
-    k = len(pooled)
-    if k == 1:
-        return pooled[0], lambda d: [d]
     combine = model.attrs["combine"]
+    if k == 1:
+        return next(pooled), lambda d: [d]
     if combine == "concat":
-        width = pooled[0].shape[1]
-        return xp.hstack(pooled), lambda d: [d[:, i * width : (i + 1) * width] for i in range(k)]
+        width = pooler_input_width(model)
+        Y = None
+        for i, p in enumerate(pooled):
+            if Y is None:
+                Y = model.ops.alloc2f(p.shape[0], k * width, zeros=False)
+            Y[:, i * width : (i + 1) * width] = p
+        return Y, lambda d: [d[:, i * width : (i + 1) * width] for i in range(k)]
     if combine == "mean":
-        return sum(pooled) / k, lambda d: [d / k] * k
+        total = next(pooled)  # pool_pieces returns a new array: safe to add into
+        for p in pooled:
+            total += p
+        return total / k, lambda d: [d / k] * k
+    pooled = list(pooled)
     s: Floats1d = model.get_param("mix_weights")
     gamma = float(model.get_param("gamma")[0])
     e = xp.exp(s - s.max())
