@@ -21,15 +21,19 @@ def split_outputs(
         stream holds every batch that still has a Doc downstream (prediction copies; a
         training step, which keeps the batch's arrays for its backward pass anyway, does not).
     """
-    cut = (lambda a, s, e: a[s:e].copy()) if own else (lambda a, s, e: a[s:e])
     return [
         DocEncoding(
-            layers={layer: cut(arr, int(offsets[d]), int(offsets[d + 1])) for layer, arr in zip(layer_ids, arrays)},
+            layers={layer: _rows(arr, int(offsets[d]), int(offsets[d + 1]), own) for layer, arr in zip(layer_ids, arrays)},
             token_lengths=lengths,
             token_pieces=pieces,
         )
         for d, (lengths, pieces) in enumerate(alignments)
     ]
+
+
+def _rows(array: Any, start: int, end: int, own: bool) -> Any:
+    rows = array[start:end]
+    return rows.copy() if own else rows
 
 
 def join_gradients(

@@ -166,7 +166,8 @@ def _combine(model: Model, pooled: Iterator[Floats2d], k: int
         total = next(pooled)  # pool_pieces returns a new array: safe to add into
         for p in pooled:
             total += p
-        return total / k, lambda d: [d / k] * k
+        total /= k
+        return total, lambda d: [d / k] * k
     pooled = list(pooled)
     s: Floats1d = model.get_param("mix_weights")
     gamma = float(model.get_param("gamma")[0])
