@@ -1,6 +1,7 @@
-"""Inference speed of ours (fp32, bf16, int8) and spacy-transformers (fp32), side by side in one run.
+"""Inference speed of ours (fp32, bf16, int8; fp32 and bf16 also with `torch_compile`) and
+spacy-transformers (fp32), side by side in one run.
 
-    .venv/bin/python bench/speed.py [--reps 3] [--accuracy]     # needs the [peer] extra
+    .venv/bin/python bench/speed.py [--reps 3] [--accuracy] [--systems ...]   # needs the [peer] extra
 
 One process holds every system's NER pipeline (bert_encoder/transformer + ner, MiniLM-L6
 weights, built from configs/ner.cfg and bench/peer_ner.cfg) and times `nlp.pipe` on the
@@ -19,6 +20,7 @@ Results: bench/results/speed_precision.{json,md}.
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -27,7 +29,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-OURS = ("ours_fp32", "ours_bf16", "ours_int8")
+OURS = ("ours_fp32", "ours_bf16", "ours_int8", "ours_fp32_compiled", "ours_bf16_compiled")
+SYSTEMS = (*OURS, "peer_fp32")
 
 
 def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 10) -> float:
@@ -59,7 +62,7 @@ def texts() -> Dict[str, List[str]]:
     return {"tweets": tweets, "prose": prose, "2000_words": long_docs}
 
 
-def pipelines() -> Dict:
+def pipelines(names) -> Dict:
     import spacy
     from spacy.training import Example
 
@@ -67,13 +70,14 @@ def pipelines() -> Dict:
 
     example_text, ents = "Alex moved to Chicago", [(0, 4, "person"), (14, 21, "location")]
     built = {}
-    for name in (*OURS, "peer_fp32"):
+    for name in names:
         if name == "peer_fp32":
             config = spacy.util.load_config(ROOT / "bench" / "peer_ner.cfg",
                                             overrides={"paths.minilm": str(pretrained_path("all-MiniLM-L6-v2"))})
         else:
             config = spacy.util.load_config(ROOT / "configs" / "ner.cfg")
             config["components"]["bert_encoder"]["precision"] = name.split("_")[1]
+            config["components"]["bert_encoder"]["torch_compile"] = name.endswith("_compiled")
         nlp = spacy.util.load_model_from_config(config, auto_fill=True)
         example = Example.from_dict(nlp.make_doc(example_text), {"entities": ents})
         nlp.initialize(lambda example=example: [example])
@@ -105,23 +109,24 @@ def encoder_flops(nlp, docs) -> float:
     return total
 
 
-def measure(reps: int, threads: int) -> Dict:
+def measure(reps: int, threads: int, names) -> Dict:
     torch.set_num_threads(threads)
-    data, systems = texts(), pipelines()
+    data, systems = texts(), pipelines(names)
+    ours = [s for s in systems if s in OURS]
     runs = [("tweets", 8), ("tweets", 32), ("prose", 32), ("2000_words", 32)]
     words = {name: sum(len(systems["ours_fp32"].make_doc(t)) for t in ts) for name, ts in data.items()}
-    for nlp in systems.values():  # warm-up: first calls, int8 copies, kernel caches
+    for nlp in systems.values():  # warm-up: first calls, int8 copies, compiling, kernel caches
         for name, _ in runs:
             list(nlp.pipe(data[name][:64], batch_size=32))
     times: Dict = {(s, run): [] for s in systems for run in runs}
-    encoder_times: Dict = {(s, name): [] for s in OURS for name in data}
+    encoder_times: Dict = {(s, name): [] for s in ours for name in data}
     docs = {name: [systems["ours_fp32"].make_doc(t) for t in ts] for name, ts in data.items()}
     for rep in range(reps):
         for run in runs:
             for system, nlp in systems.items():
                 times[(system, run)].append(_timed(nlp.pipe, data[run[0]], batch_size=run[1]))
         for name in data:
-            for system in OURS:
+            for system in ours:
                 model = systems[system].get_pipe("bert_encoder").model
                 encoder_times[(system, name)].append(
                     sum(_timed(model.predict, docs[name][i : i + 64]) for i in range(0, len(docs[name]), 64)))
@@ -134,7 +139,7 @@ def measure(reps: int, threads: int) -> Dict:
             median = statistics.median(times[(system, run)])
             row = {"system": system, "texts": run[0], "batch_size": run[1], "words": words[run[0]],
                    "words_per_s": words[run[0]] / median}
-            if system in OURS:
+            if system in ours:
                 enc = statistics.median(encoder_times[(system, run[0])])
                 row["encoder_gflops"] = flops[run[0]] / enc / 1e9
                 row["share_of_fp32_peak"] = row["encoder_gflops"] / peak["fp32"]
@@ -197,20 +202,25 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--accuracy", action="store_true")
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS),
+                        help="ours_fp32 and peer_fp32 are always measured (the ratios' bases)")
+    parser.add_argument("--name", default="speed_precision", help="results go to bench/results/NAME.{json,md}")
     parser.add_argument("--skip-speed", action="store_true", help="reuse the speed figures of the last run")
     parser.add_argument("--ner", type=Path, default=ROOT / "training" / "ner_bert" / "model-best")
     parser.add_argument("--textcat", type=Path, default=ROOT / "training" / "textcat_bert" / "model-best")
     args = parser.parse_args()
-    out = RESULTS / "speed_precision.json"
-    result = json.loads(out.read_text()) if args.skip_speed else measure(args.reps, args.threads)
+    out = RESULTS / f"{args.name}.json"
+    result = json.loads(out.read_text()) if args.skip_speed else measure(args.reps, args.threads, sorted(
+        {"ours_fp32", "peer_fp32", *args.systems}, key=SYSTEMS.index))
     out.write_text(json.dumps(result, indent=1))  # kept even if the accuracy part fails
     if args.accuracy:
         result["accuracy"] = accuracy(args.ner, args.textcat)
         out.write_text(json.dumps(result, indent=1))
     lines = table(result)
     print("\n".join(lines))
-    (RESULTS / "speed_precision.md").write_text("# Inference speed by precision, ours vs spacy-transformers\n\n"
-                                               "    .venv/bin/python bench/speed.py --accuracy\n\n" + "\n".join(lines) + "\n")
+    command = " ".join(["bench/speed.py", *sys.argv[1:]])
+    (RESULTS / f"{args.name}.md").write_text("# Inference speed by precision, ours vs spacy-transformers\n\n"
+                                            f"    .venv/bin/python {command}\n\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

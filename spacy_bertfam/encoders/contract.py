@@ -137,6 +137,8 @@ class EncoderContract:
     precision (str): "fp32", "bf16" (autocast to bfloat16, CPU or GPU), "fp16"
         (autocast to float16 with gradient scaling, GPU only) or "int8" (prediction
         only, on a CPU: linear layers dynamically quantized) for the encoder's forward.
+    torch_compile (bool): predict with the encoder compiled by `torch.compile` (the
+        transformer families; training stays eager).
     """
 
     family: str
@@ -150,6 +152,7 @@ class EncoderContract:
     layers: Optional[List[int]] = field(default=None)
     lm_weight: float = 0.0
     precision: str = "fp32"
+    torch_compile: bool = False
 
     def layer_index(self, index: int) -> int:
         """Python-style layer index (-1 = top) -> 0..n_layers-1; IndexError names the range."""
@@ -181,6 +184,15 @@ class EncoderContract:
         if precision not in PRECISIONS:
             raise ValueError(f"Unknown precision '{precision}'; expected one of {PRECISIONS}")
         self.precision = precision
+
+    def request_compile(self, torch_compile: bool) -> None:
+        """Predict with the compiled encoder (or not); the biLSTM (ELMo) is refused: its loop
+        over time steps would be compiled again for every sentence length."""
+        if torch_compile and self.family == "elmo":
+            raise ValueError("torch_compile is for the transformer encoders (bert_encoder, gpt_lm): ELMo's biLSTM "
+                             "steps through time in Python, which torch.compile would compile again for every "
+                             "sentence length. Set torch_compile = false for elmo_features.")
+        self.torch_compile = bool(torch_compile)
 
     @property
     def is_initialised(self) -> bool:
@@ -235,11 +247,17 @@ class EncoderShim(PyTorchShim):
     With precision "int8", prediction runs an int8 copy of the module (`models.quantize`),
     made at the first prediction and again after the weights change (an update, loading,
     averaged parameters); training refuses it.
+
+    With `torch_compile`, prediction runs the wrapper around `torch.compile` of the same
+    encoder (shared weights, read at each call, so updates need no recompiling), compiled
+    once for any batch shape (`dynamic=True`) at the first prediction.
     """
 
     _scales_gradients = False
     _runs_int8 = False
     _int8_model: Optional[nn.Module] = None
+    _compiles = False
+    _compiled_model: Optional[nn.Module] = None
 
     def use_precision(self, precision: str) -> Optional[torch.dtype]:
         """The autocast dtype for `precision`; float16 also turns on thinc's gradient
@@ -262,13 +280,40 @@ class EncoderShim(PyTorchShim):
         """The family's torch module (e.g. `BertEncoder`) inside the shim's wrapper."""
         return self._model.encoder
 
+    def use_compile(self, torch_compile: bool) -> None:
+        """Predict with the compiled encoder (see the class docstring) or not."""
+        if torch_compile and self._runs_int8:
+            raise ValueError('torch_compile does not apply to precision "int8" (a dynamically quantized copy '
+                             'runs then): use it with "fp32", "bf16" or "fp16", or set torch_compile = false')
+        self._compiles = torch_compile
+
     def predict(self, inputs):
+        if self._compiles:
+            return self._predict_compiled(inputs)
         if not self._runs_int8:
             return super().predict(inputs)
         if self._int8_model is None:
             self._int8_model = int8_copy(self._model)
         with torch.no_grad():
             return self._int8_model(*inputs.args, **inputs.kwargs)
+
+    def _predict_compiled(self, inputs):
+        if self._compiled_model is None:
+            # A new wrapper of the same class around the compiled encoder: nothing is copied,
+            # and the compiled module is kept out of the wrapper's state_dict.
+            self._compiled_model = type(self._model)(torch.compile(self._model.encoder, dynamic=True))
+        self._model.eval()
+        try:
+            with torch.no_grad():
+                return self._compiled_model(*inputs.args, **inputs.kwargs)
+        except torch._dynamo.exc.BackendCompilerFailed as e:
+            raise RuntimeError(
+                "torch_compile = true, but torch.compile could not compile the encoder (on a CPU it needs a C++ "
+                "compiler such as gcc; on a GPU, Triton). Install one, or set torch_compile = false on the "
+                f"encoder component. torch said: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            ) from e
+        finally:
+            self._model.train()
 
     def begin_update(self, inputs):
         if self._runs_int8:

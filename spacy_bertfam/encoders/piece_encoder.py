@@ -144,6 +144,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
         return_freed_memory()
     inputs = _torch_inputs(plan, layer_ids, shim.device, lm, recompute)
     inputs.kwargs["autocast"] = shim.use_precision(contract.precision)
+    shim.use_compile(contract.torch_compile)
     outputs, backprop_torch = shim(inputs, is_train)
     outputs = list(outputs)
     lm_loss = outputs.pop() if lm is not None else None

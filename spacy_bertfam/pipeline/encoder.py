@@ -47,6 +47,7 @@ DEFAULT_COMPONENT_CONFIG = {
     "drop_outputs": False,
     "sort_batches": 16,
     "precision": "fp32",
+    "torch_compile": False,
 }
 
 
@@ -74,6 +75,9 @@ class EncoderComponent(TrainablePipe):
         inference and training), "fp16" (autocast to float16 with gradient scaling,
         GPU only) or "int8" (prediction on a CPU with dynamically quantized linear
         layers). Stored with the pipeline; a setting given at load time wins.
+    torch_compile (bool): predict with the encoder compiled by `torch.compile` (BERT and
+        GPT; needs a C++ compiler on a CPU, and compiles once per process, 15-30 s here).
+        Training stays eager. Stored with the pipeline; a setting given at load time wins.
     """
 
     def __init__(
@@ -90,6 +94,7 @@ class EncoderComponent(TrainablePipe):
         drop_outputs: bool = False,
         sort_batches: int = 16,
         precision: str = "fp32",
+        torch_compile: bool = False,
     ):
         _ensure_extension()
         self.vocab = vocab
@@ -112,8 +117,10 @@ class EncoderComponent(TrainablePipe):
             "drop_outputs": drop_outputs,
             "sort_batches": sort_batches,
             "precision": precision,
+            "torch_compile": torch_compile,
         }
         self.contract.request_precision(precision)
+        self.contract.request_compile(torch_compile)
         # Read by nlp.replace_listeners (not serialised: functions are skipped).
         model.attrs["replace_listener"] = replace_listener
         model.attrs["replace_listener_cfg"] = replace_listener_cfg
@@ -327,6 +334,7 @@ class EncoderComponent(TrainablePipe):
         e.g. spacy.load(path, config={"components": {name: {"precision": "int8"}}})."""
         self.cfg.update(settings)
         self.contract.request_precision(settings["precision"])
+        self.contract.request_compile(settings["torch_compile"])
         return self
 
     def initialize(
@@ -386,11 +394,12 @@ def register_encoder_factory(name: str, default_model: Dict, doc: str):
 
     def make(nlp: Language, name: str, model: Model, set_doc_tensor: bool, tensor_layer: int,
              tensor_pooling: Optional[str], user_hooks: bool, store_all_layers: bool,
-             drop_outputs: bool, sort_batches: int, precision: str) -> EncoderComponent:
+             drop_outputs: bool, sort_batches: int, precision: str, torch_compile: bool) -> EncoderComponent:
         return EncoderComponent(
             nlp.vocab, model, name, set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer,
             tensor_pooling=tensor_pooling, user_hooks=user_hooks, store_all_layers=store_all_layers,
             drop_outputs=drop_outputs, sort_batches=sort_batches, precision=precision,
+            torch_compile=torch_compile,
         )
 
     make.__doc__ = doc

@@ -173,3 +173,10 @@ def test_lm_loss_trains_decoder_once_per_update(gpt_dir):
     assert losses_two["gpt_lm"] == pytest.approx(losses_one["gpt_lm"], rel=1e-6)
     for key in delta_one:
         torch.testing.assert_close(delta_two[key], delta_one[key], atol=1e-7, rtol=1e-5)
+
+
+def test_torch_compile_gives_the_eager_features(gpt_dir):
+    eager, compiled = gpt_nlp(gpt_dir), gpt_nlp(gpt_dir, component={"torch_compile": True})
+    for text in (TEXT, " ".join([TEXT] * 12)):  # one window, then several (the causal window rule)
+        a, b = eager(text)._.bertfam["gpt_lm"].layers, compiled(text)._.bertfam["gpt_lm"].layers
+        assert a.keys() == b.keys() and all(np.abs(a[k] - b[k]).max() < 1e-5 for k in a)

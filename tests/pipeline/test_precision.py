@@ -101,3 +101,44 @@ def test_int8_copy_follows_the_weights(tmp_path):
     encoder.contract.request_precision("fp32")
     assert not np.array_equal(after, before)
     assert np.abs(after - nlp("the cat sat on the mat").tensor).max() < 0.1
+
+
+def test_torch_compile_predicts_as_eager_follows_updates_and_is_saved(tmp_path):
+    nlp = build(make_hf_bert(tmp_path / "bert"), textcat={})
+    optimizer = nlp.initialize(lambda: examples(nlp))
+    nlp.update(examples(nlp), sgd=optimizer)
+    # Short docs and a windowed long one: encoder calls of several shapes, one compile.
+    texts = ["the cat sat on the mat", "river bank", " ".join(["the dog ran to the river bank"] * 30)]
+    encoder = nlp.get_pipe("bert_encoder")
+
+    def run():
+        docs = list(nlp.pipe(texts))
+        return [d.tensor for d in docs], [[(e.start, e.end, e.label_) for e in d.ents] for d in docs], [d.cats for d in docs]
+
+    eager = run()
+    encoder.contract.request_compile(True)
+    compiled = run()
+    assert all(np.abs(a - b).max() < 1e-5 for a, b in zip(eager[0], compiled[0]))
+    assert compiled[1] == eager[1]
+    assert all(abs(a[k] - b[k]) < 1e-5 for a, b in zip(eager[2], compiled[2]) for k in a)
+    # Training runs eagerly and the compiled encoder reads the updated weights.
+    nlp.update(examples(nlp), sgd=optimizer)
+    after = run()[0]
+    encoder.contract.request_compile(False)
+    assert not np.array_equal(after[0], compiled[0][0])
+    assert all(np.abs(a - b).max() < 1e-5 for a, b in zip(after, run()[0]))
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline", config={"components": {"bert_encoder": {"torch_compile": True}}})
+    assert np.abs(loaded(texts[0]).tensor - after[0]).max() < 1e-5
+    loaded.to_disk(tmp_path / "compiled")
+    assert spacy.load(tmp_path / "compiled").get_pipe("bert_encoder").contract.torch_compile
+
+
+def test_torch_compile_refuses_elmo_and_int8(hf_bert_dir):
+    with pytest.raises(ValueError, match="torch_compile is for the transformer encoders"):
+        spacy.blank("en").add_pipe("elmo_features", config={"torch_compile": True})
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"precision": "int8", "torch_compile": True, "model": TINY_ENCODER})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    with pytest.raises(ValueError, match='torch_compile does not apply to precision "int8"'):
+        nlp("the cat")
