@@ -30,6 +30,7 @@ from torch import nn
 
 from ..models.quantize import int8_copy
 from ..tokenization import PieceTokenizer
+from . import adam
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
 _DOC_ENCODING_TAG = "__spacy_bertfam.DocEncoding__"
@@ -323,7 +324,12 @@ class EncoderShim(PyTorchShim):
         return super().begin_update(inputs)
 
     def finish_update(self, optimizer) -> None:
-        super().finish_update(optimizer)
+        """thinc's Adam, done in place with torch ops on a CPU (`encoders.adam`); anything else
+        through thinc."""
+        if self.device.type == "cpu" and adam.handles(optimizer):
+            adam.adam_step(self._model, optimizer, self.id)
+        else:
+            super().finish_update(optimizer)
         self._int8_model = None
 
     def from_bytes(self, bytes_data):

@@ -1,0 +1,56 @@
+"""thinc's Adam step for a torch module's parameters, done in place with torch ops.
+
+thinc's `PyTorchShim.finish_update` hands every parameter to the optimizer as a NumPy
+array, and thinc's CPU Adam runs one thread. Measured on MiniLM's parameters (1 torch
+thread): 195 ms a step through thinc against 93 ms here, more with more threads. The
+arithmetic is thinc's (`thinc.optimizers.Optimizer.__call__` and its CPU Adam kernel),
+and so is the state: moments and update counts live in the optimizer under the shim's
+keys, so the two paths can take turns on the same parameters.
+"""
+import numpy as np
+import torch
+from thinc.optimizers import Optimizer
+from torch import nn
+
+
+def handles(optimizer) -> bool:
+    """Whether `adam_step` does what this optimizer would: thinc's plain Adam without
+    parameter averages (RAdam, SGD and averaging are left to thinc)."""
+    return (isinstance(optimizer, Optimizer) and not optimizer.use_radam and optimizer.averages is None
+            and optimizer.b1 > 0.0 and optimizer.b2 > 0.0)
+
+
+def adam_step(module: nn.Module, optimizer: Optimizer, key_id: int) -> None:
+    """Update `module`'s parameters that have a gradient, as `optimizer((key_id, name), w, g)`
+    would, and zero their gradients."""
+    b1, b2, eps = optimizer.b1, optimizer.b2, optimizer.eps
+    # thinc's kernel takes 1 - beta in float32 (1 - 0.999 is then 0.00099999, not 0.001).
+    one_minus_b1, one_minus_b2 = (float(np.float32(1.0) - np.float32(b)) for b in (b1, b2))
+    rate, l2, clip = optimizer.learn_rate, optimizer.L2, optimizer.grad_clip
+    buffer = torch.empty(max((p.numel() for p in module.parameters()), default=0))  # for sqrt(m2) + eps
+    for name, param in module.named_parameters():
+        grad = param.grad
+        if grad is None or not grad.numel():
+            continue
+        key = (key_id, name)
+        optimizer.nr_update[key] += 1
+        step = optimizer.nr_update[key]
+        weights = param.data
+        if l2 and not optimizer.L2_is_weight_decay:
+            grad.add_(weights, alpha=l2)
+        if clip:
+            norm = float(torch.linalg.vector_norm(grad))
+            if norm >= clip:
+                grad.mul_(clip / norm)
+        if key not in optimizer.mom1:
+            optimizer.mom1[key] = np.zeros(weights.numel(), dtype="float32")
+            optimizer.mom2[key] = np.zeros(weights.numel(), dtype="float32")
+        mom1 = torch.from_numpy(optimizer.mom1[key]).view_as(weights)
+        mom2 = torch.from_numpy(optimizer.mom2[key]).view_as(weights)
+        mom1.lerp_(grad, one_minus_b1)  # b1 · m + (1 - b1) · g
+        mom2.mul_(b2).addcmul_(grad, grad, value=one_minus_b2)
+        denominator = torch.sqrt(mom2, out=buffer[: weights.numel()].view_as(weights)).add_(eps)
+        weights.addcdiv_(mom1, denominator, value=-rate * (1.0 - b2**step) ** 0.5 / (1.0 - b1**step))
+        if l2 and optimizer.L2_is_weight_decay:
+            weights.mul_(1.0 - rate * l2)
+        grad.zero_()
