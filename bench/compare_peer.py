@@ -3,7 +3,7 @@
 Runs whose bench/runs/<name>/model-last exists are evaluated again, not retrained.
 
     .venv/bin/python bench/compare_peer.py                 # accuracy + speed (about 2.5 h on 2 cores)
-    .venv/bin/python bench/compare_peer.py --only speed --systems ours peer
+    .venv/bin/python bench/compare_peer.py --only speed --systems ours peer [--reps 3]
     .venv/bin/python bench/compare_peer.py --only accuracy --seeds 0 --tasks textcat
 
 Three systems: `ours` (configs/{ner,textcat}.cfg as shipped: the listener
@@ -17,12 +17,14 @@ WNUT-17 train, scored on WNUT-17 dev; textcat: 2 epochs of Banking77 train with 
 seed-0 random 10% held out, scored on it), then `spacy evaluate`. Speed, each
 system in its own process with 2 torch threads: nlp.pipe words/s at batch sizes 8
 and 32 over WNUT-17 dev, training words/s over batches of ~1000 words of WNUT-17
-train, and peak RSS. Results go to bench/results/ as JSON and a Markdown table.
+train, and peak RSS; with --reps N the systems' processes alternate N times and each figure
+is the median. Results go to bench/results/ as JSON and a Markdown table.
 """
 import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -217,6 +219,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=["ner", "textcat"])
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--speed-worker", choices=SYSTEMS)
+    parser.add_argument("--reps", type=int, default=1, help="speed: alternate the systems' processes N times")
     args = parser.parse_args()
     if args.speed_worker:
         print(json.dumps(speed_worker(args.speed_worker)))
@@ -233,7 +236,10 @@ def main() -> None:
         accuracy = merge(RESULTS / "accuracy.json", accuracy, ("system", "task", "seed"))
         (RESULTS / "accuracy.md").write_text("\n".join(accuracy_table(accuracy)) + "\n")
     if args.only in (None, "speed"):
-        speed = [measure_speed(system) for system in args.systems]
+        runs = [[measure_speed(system) for system in args.systems] for _ in range(args.reps)]
+        speed = [{"system": system, "reps": args.reps,
+                  **{k: statistics.median(rep[i][k] for rep in runs) for k in runs[0][i] if k != "system"}}
+                 for i, system in enumerate(args.systems)]
         speed = merge(RESULTS / "speed.json", speed, ("system",))
         (RESULTS / "speed.md").write_text("\n".join(speed_table(speed)) + "\n")
     for name in ("accuracy.md", "speed.md"):

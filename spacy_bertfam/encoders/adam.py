@@ -2,8 +2,9 @@
 
 thinc's `PyTorchShim.finish_update` hands every parameter to the optimizer as a NumPy
 array, and thinc's CPU Adam runs one thread. Measured on MiniLM's parameters (1 torch
-thread): 195 ms a step through thinc against 93 ms here, more with more threads. The
-arithmetic is thinc's (`thinc.optimizers.Optimizer.__call__` and its CPU Adam kernel),
+thread, machine shared): 195 ms a step through thinc against 93 ms here; training the NER
+pipeline (bench/compare_peer.py's speed worker, 2 threads, 3 alternating processes):
+961 against 932 words/s. The arithmetic is thinc's (`thinc.optimizers.Optimizer.__call__` and its CPU Adam kernel),
 and so is the state: moments and update counts live in the optimizer under the shim's
 keys, so the two paths can take turns on the same parameters.
 """
