@@ -6,9 +6,10 @@ Runs whose bench/runs/<name>/model-last exists are evaluated again, not retraine
     .venv/bin/python bench/compare_peer.py --only speed --systems ours peer [--reps 3]
     .venv/bin/python bench/compare_peer.py --only accuracy --seeds 0 --tasks textcat
 
-Three systems: `ours` (configs/{ner,textcat}.cfg as shipped: the listener
+Four systems: `ours` (configs/{ner,textcat}.cfg as shipped: the listener
 concatenates the last four layers), `ours_top_layer` (the same configs with the
-listener on the top layer alone, which is all the peer's listener sees) and `peer`
+listener on the top layer alone, which is all the peer's listener sees), `ours_bf16`
+(the shipped configs trained and run with `precision = "bf16"`) and `peer`
 (bench/peer_{ner,textcat}.cfg). Results are merged into bench/results/*.json by
 system/task/seed, so a partial run updates only what it measured.
 
@@ -40,7 +41,7 @@ THREADS = "2"
 
 # "ours" is the shipped configs (listeners concatenate the last four layers);
 # "ours_top_layer" reads the top layer alone, as the peer's listener does.
-SYSTEMS = ("ours", "ours_top_layer", "peer")
+SYSTEMS = ("ours", "ours_top_layer", "ours_bf16", "peer")
 DATA = {
     "ner": (CORPUS / "wnut17_train.spacy", CORPUS / "wnut17_dev.spacy"),
     "textcat": (CORPUS / "banking77" / "train.spacy", CORPUS / "banking77" / "dev.spacy"),
@@ -68,6 +69,8 @@ def setup(system: str, task: str) -> Tuple[Path, Dict[str, Any]]:
         listener = f"components.{task}.model.tok2vec"
         overrides = {f"{listener}.layers": [-1], f"{listener}.combine": "scalar_mix",
                      f"{listener}.width": 384}
+    if system == "ours_bf16":  # the shipped configs, trained and run under bf16 autocast
+        overrides = {"components.bert_encoder.precision": "bf16"}
     return ROOT / "configs" / f"{task}.cfg", overrides
 
 
@@ -204,7 +207,7 @@ def speed_table(speed: List[Dict]) -> List[str]:
         r = by[system]
         lines.append(f"| {system} | {r['infer_wps_bs8']:.0f} | {r['infer_wps_bs32']:.0f} | "
                      f"{r['train_wps']:.0f} | {r['rss_infer_mb']:.0f} | {r['rss_peak_mb']:.0f} |")
-    for ours in ("ours", "ours_top_layer"):
+    for ours in ("ours", "ours_top_layer", "ours_bf16"):
         if {ours, "peer"} <= set(by):
             ratio = lambda k, ours=ours: by[ours][k] / by["peer"][k]  # noqa: E731
             lines.append(f"\n{ours}/peer: inference {ratio('infer_wps_bs8'):.2f}× (bs 8), "
