@@ -281,6 +281,16 @@ class EncoderShim(PyTorchShim):
         """The family's torch module (e.g. `BertEncoder`) inside the shim's wrapper."""
         return self._model.encoder
 
+    def copy(self) -> "EncoderShim":
+        """A deep copy without the int8 or compiled module: the copy makes its own from its own
+        weights when it first predicts."""
+        derived = self._int8_model, self._compiled_model
+        self._int8_model = self._compiled_model = None
+        try:
+            return super().copy()
+        finally:
+            self._int8_model, self._compiled_model = derived
+
     def use_compile(self, torch_compile: bool) -> None:
         """Predict with the compiled encoder (see the class docstring) or not."""
         if torch_compile and self._runs_int8:

@@ -127,6 +127,11 @@ def test_torch_compile_predicts_as_eager_follows_updates_and_is_saved(tmp_path):
     encoder.contract.request_compile(False)
     assert not np.array_equal(after[0], compiled[0][0])
     assert all(np.abs(a - b).max() < 1e-5 for a, b in zip(after, run()[0]))
+    # A copy of the encoder (replace_listeners) compiles its own from its own weights.
+    encoder.contract.request_compile(True)
+    shared = run()[1]
+    nlp.replace_listeners("bert_encoder", "ner", ["model.tok2vec"])
+    assert run()[1] == shared
     nlp.to_disk(tmp_path / "pipeline")
     loaded = spacy.load(tmp_path / "pipeline", config={"components": {"bert_encoder": {"torch_compile": True}}})
     assert np.abs(loaded(texts[0]).tensor - after[0]).max() < 1e-5
