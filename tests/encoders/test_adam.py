@@ -31,7 +31,7 @@ def test_torch_adam_step_matches_thinc(decay):
         for (name, p), q in zip(ours._model.named_parameters(), theirs._model.parameters()):
             assert torch.allclose(p, q, rtol=1e-5, atol=1e-7), (step, name, float((p - q).abs().max()))
             assert p.grad is None or not p.grad.any()
-    ours_state = {name: opt_ours.mom2[key] for key in opt_ours.mom2 for name in [key[1]]}
+    ours_state = {key[1]: opt_ours.mom2[key] for key in opt_ours.mom2}
     theirs_state = {key[1]: opt_theirs.mom2[key] for key in opt_theirs.mom2}
     assert ours_state.keys() == theirs_state.keys() and not any(k.startswith("pooler") for k in ours_state)
     assert all(np.allclose(ours_state[k], theirs_state[k], rtol=1e-5, atol=1e-9) for k in ours_state)
