@@ -14,7 +14,7 @@ from torch import nn
 from ..output import EncoderOutput
 from .char_cnn import CharCNN
 from .config import ElmoConfig
-from .lstm import Packing, ProjectedLSTMCell, State, run_direction
+from .lstm import Packing, ProjectedLSTMCell, State, run_directions
 
 BiState = Tuple[List[State], List[State]]  # per layer, forward and backward
 
@@ -96,8 +96,8 @@ class ElmoBiLM(nn.Module):
         new_fwd, new_bwd = [], []
         for i in range(self.config.n_layers):
             fs, bs = ((h[order], c[order]) for h, c in (state[0][i], state[1][i]))
-            fwd, fs = run_direction(self.forward_layers[i], self.dropout(fwd_in), packing, fs, reverse=False)
-            bwd, bs = run_direction(self.backward_layers[i], self.dropout(bwd_in), packing, bs, reverse=True)
+            (fwd, bwd), (fs, bs) = run_directions(self.forward_layers[i], self.backward_layers[i],
+                                                  (self.dropout(fwd_in), self.dropout(bwd_in)), packing, (fs, bs))
             if self.config.skip_connections and i > 0:
                 fwd, bwd = fwd + fwd_in, bwd + bwd_in
             layers.append(torch.cat([fwd, bwd], dim=-1)[unsort])

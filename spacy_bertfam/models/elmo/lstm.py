@@ -9,8 +9,9 @@ State = Tuple[torch.Tensor, torch.Tensor]  # (projected output h (B, P), memory 
 
 
 class ProjectedLSTMCell(nn.Module):
-    """One LSTM step: gates from [x; h], memory clipped to ±cell_clip, output projected
-    to `projection_width` and clipped to ±projection_clip (Sak et al. 2014).
+    """The weights of one LSTM with memory clipped to ±cell_clip and its output projected
+    to `projection_width` and clipped to ±projection_clip (Sak et al. 2014); the step
+    itself is in `run_directions`, which runs a forward and a backward cell together.
 
     Gate order in our weights: input, forget, memory (candidate), output.
     """
@@ -24,20 +25,6 @@ class ProjectedLSTMCell(nn.Module):
         self.projection = nn.Linear(cell_width, projection_width, bias=False)
         self.cell_clip = cell_clip
         self.projection_clip = projection_clip
-
-    def forward(self, x: torch.Tensor, state: State) -> State:
-        """One step: x (B, input_width) and state (h (B, P), c (B, C)) -> the new (h, c)."""
-        return self.step(self.input_linearity(x), state)
-
-    def step(self, projected_x: torch.Tensor, state: State) -> State:
-        """One step from the input's share of the gates, `input_linearity(x)`, precomputed."""
-        h, c = state
-        gates = projected_x + self.state_linearity(h)
-        i, f, g, o = gates.split(self.cell_width, dim=-1)
-        c = torch.sigmoid(i) * torch.tanh(g) + torch.sigmoid(f) * c
-        c = c.clamp(-self.cell_clip, self.cell_clip)
-        h = self.projection(torch.sigmoid(o) * torch.tanh(c))
-        return h.clamp(-self.projection_clip, self.projection_clip), c
 
 
 @dataclass
@@ -67,32 +54,53 @@ class Packing:
         return cls(active, reverse, row * T + t)
 
 
-def run_direction(cell: ProjectedLSTMCell, x: torch.Tensor, packing: Packing, state: State,
-                  reverse: bool) -> Tuple[torch.Tensor, State]:
-    """Run one cell over (B, T, W) inputs whose rows are laid out as `packing` says;
-    each row's final state is the one after its own last (or, reversed, first) token,
-    and padding outputs are zero."""
-    B, T, _ = x.shape
+def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: Tuple[torch.Tensor, torch.Tensor],
+                   packing: Packing, state: Tuple[State, State]) -> Tuple[Tuple[torch.Tensor, torch.Tensor],
+                                                                         Tuple[State, State]]:
+    """Run a forward and a backward cell over their (B, T, W) inputs, rows laid out as
+    `packing` says; each row's final state is the one after its own last (backward: first)
+    token, and padding outputs are zero.
+
+    The two directions step together, as one batched product per step with their weights
+    stacked: half the operator calls of running them in turn, which is most of what a step
+    over a few dozen rows costs.
+    """
+    cells = (forward, backward)
+    B, T, W = x[0].shape
+    C = forward.cell_width
     index = packing.reverse[..., None]
-    if reverse:
-        x = x.gather(1, index.expand_as(x))
-    h, c = state
-    # One matrix product for all steps, unbound once (indexing a step at a time would
-    # make autograd build a full-size zero gradient per step).
-    projected = cell.input_linearity(x).unbind(1)
+    # The backward cell reads each row's real steps in reverse (padding stays put).
+    inputs = torch.stack([x[0], x[1].gather(1, index.expand_as(x[1]))]).transpose(1, 2).reshape(2, T * B, W)
+    # The input's share of every step's gates (and the state bias) in one product,
+    # time-major so that a step's rows are contiguous: (T, 2, B, 4C) after unbinding.
+    projected = torch.baddbmm(torch.stack([cell.state_linearity.bias for cell in cells])[:, None],
+                              inputs, torch.stack([cell.input_linearity.weight.T for cell in cells]))
+    projected = projected.view(2, T, B, 4 * C).unbind(1)
+    state_weight = torch.stack([cell.state_linearity.weight.T for cell in cells])  # (2, P, 4C)
+    projection = torch.stack([cell.projection.weight.T for cell in cells])  # (2, C, P)
+    h = torch.stack([state[0][0], state[1][0]])
+    c = torch.stack([state[0][1], state[1][1]])
+    ended: List[State] = []  # rows whose last step has passed, last rows first
     outputs = []
     for t, n in enumerate(packing.active):
-        new_h, new_c = cell.step(projected[t][:n], (h[:n], c[:n]))
-        # Rows that have ended keep their state; no in-place writes, so autograd can
-        # keep every step's inputs.
-        h = new_h if n == B else torch.cat([new_h, h[n:]])
-        c = new_c if n == B else torch.cat([new_c, c[n:]])
-        outputs.append(new_h)
+        if n < h.shape[1]:  # rows are sorted longest first: those from n on have ended
+            ended.append((h[:, n:], c[:, n:]))
+            h, c = h[:, :n], c[:, :n]
+        gates = torch.baddbmm(projected[t][:, :n], h, state_weight)
+        gated = gates.sigmoid()  # the memory's quarter is not used
+        memory = gates[..., 2 * C: 3 * C].tanh()
+        c = (gated[..., :C] * memory + gated[..., C: 2 * C] * c).clamp(-forward.cell_clip, forward.cell_clip)
+        h = torch.bmm(gated[..., 3 * C:] * c.tanh(), projection).clamp(-forward.projection_clip, forward.projection_clip)
+        outputs.append(h)
+    if ended:
+        h = torch.cat([h] + [rows[0] for rows in reversed(ended)], dim=1)
+        c = torch.cat([c] + [rows[1] for rows in reversed(ended)], dim=1)
     width = h.shape[-1]
-    out = x.new_zeros(B * T, width)
-    if outputs:
-        out = out.index_copy(0, packing.packed, torch.cat(outputs).to(out.dtype))
-    out = out.view(B, T, width)
-    if reverse:
-        out = out.gather(1, index.expand_as(out))
-    return out, (h, c)
+    steps = torch.cat(outputs, dim=1) if outputs else None
+    out = []
+    for d in range(2):
+        rows = x[0].new_zeros(B * T, width)
+        if steps is not None:
+            rows = rows.index_copy(0, packing.packed, steps[d].to(rows.dtype))
+        out.append(rows.view(B, T, width))
+    return (out[0], out[1].gather(1, index.expand_as(out[1]))), ((h[0], c[0]), (h[1], c[1]))
