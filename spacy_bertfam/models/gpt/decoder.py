@@ -86,7 +86,7 @@ class GptDecoder(nn.Module):
         cache: per block (keys, values) of the T_past earlier pieces.
         """
         B, T = piece_ids.shape
-        past = 0 if cache is None else cache[0][0].shape[2]
+        past = 0 if cache is None else cache[0].length
         if past + T > self.config.n_positions:
             raise ValueError(
                 f"{past + T} pieces exceed the {self.config.n_positions} positions of this "

@@ -5,7 +5,50 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-KVCache = Tuple[torch.Tensor, torch.Tensor]
+
+class KVCache:
+    """Keys and values of the positions decoded so far, (B, nh, T, hs) each.
+
+    They live in buffers with spare positions, doubled when full, so that a decoding step
+    writes its own position instead of copying the whole past again (which `torch.cat`
+    would, at every step of every block). A cache is extended in place: `extend` returns
+    a cache over the same buffers, so branching from one cache (e.g. beam search) needs
+    `clone()` first. With autograd recording, it concatenates instead of writing in place.
+    """
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor):
+        self._keys, self._values, self.length = keys, values, keys.shape[2]
+
+    @property
+    def keys(self) -> torch.Tensor:
+        return self._keys[:, :, : self.length]
+
+    @property
+    def values(self) -> torch.Tensor:
+        return self._values[:, :, : self.length]
+
+    def clone(self) -> "KVCache":
+        return KVCache(self.keys.clone(), self.values.clone())
+
+    def extend(self, keys: torch.Tensor, values: torch.Tensor) -> "KVCache":
+        """The cache with `keys` and `values` (B, nh, T_new, hs) appended after its positions."""
+        if torch.is_grad_enabled() and (keys.requires_grad or self._keys.requires_grad):
+            return KVCache(torch.cat([self.keys, keys], dim=2), torch.cat([self.values, values], dim=2))
+        end = self.length + keys.shape[2]
+        if end > self._keys.shape[2]:
+            self._keys, self._values = (self._grown(buffer, max(end, 2 * self._keys.shape[2]))
+                                        for buffer in (self._keys, self._values))
+        self._keys[:, :, self.length: end] = keys
+        self._values[:, :, self.length: end] = values
+        grown = KVCache(self._keys, self._values)
+        grown.length = end
+        return grown
+
+    def _grown(self, buffer: torch.Tensor, capacity: int) -> torch.Tensor:
+        B, nh, _, hs = buffer.shape
+        new = buffer.new_empty(B, nh, capacity, hs)
+        new[:, :, : self.length] = buffer[:, :, : self.length]
+        return new
 
 
 class SelfAttention(nn.Module):
@@ -55,9 +98,8 @@ class SelfAttention(nn.Module):
             proj(x).view(B, T, self.n_heads, hs).transpose(1, 2)
             for proj in (self.query, self.key, self.value)
         )
-        if cache is not None:
-            k = torch.cat([cache[0], k], dim=2)
-            v = torch.cat([cache[1], v], dim=2)
+        cache = KVCache(k, v) if cache is None else cache.extend(k, v)
+        k, v = cache.keys, cache.values
         mask = attend
         if causal:
             T_kv = k.shape[2]
@@ -68,4 +110,4 @@ class SelfAttention(nn.Module):
             q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
         )
         y = y.transpose(1, 2).reshape(B, T, W)
-        return self.output(y), (k, v)
+        return self.output(y), cache
