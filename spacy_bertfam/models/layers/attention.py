@@ -16,8 +16,10 @@ class KVCache:
     `clone()` first. With autograd recording, it concatenates instead of writing in place.
     """
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor):
-        self._keys, self._values, self.length = keys, values, keys.shape[2]
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: Optional[int] = None):
+        """keys, values: buffers whose first `length` positions (default all) are filled."""
+        self._keys, self._values = keys, values
+        self.length = keys.shape[2] if length is None else length
 
     @property
     def keys(self) -> torch.Tensor:
@@ -35,14 +37,12 @@ class KVCache:
         if torch.is_grad_enabled() and (keys.requires_grad or self._keys.requires_grad):
             return KVCache(torch.cat([self.keys, keys], dim=2), torch.cat([self.values, values], dim=2))
         end = self.length + keys.shape[2]
+        buffers = (self._keys, self._values)
         if end > self._keys.shape[2]:
-            self._keys, self._values = (self._grown(buffer, max(end, 2 * self._keys.shape[2]))
-                                        for buffer in (self._keys, self._values))
-        self._keys[:, :, self.length: end] = keys
-        self._values[:, :, self.length: end] = values
-        grown = KVCache(self._keys, self._values)
-        grown.length = end
-        return grown
+            buffers = tuple(self._grown(buffer, max(end, 2 * self._keys.shape[2])) for buffer in buffers)
+        for buffer, new in zip(buffers, (keys, values)):
+            buffer[:, :, self.length: end] = new
+        return KVCache(*buffers, length=end)
 
     def _grown(self, buffer: torch.Tensor, capacity: int) -> torch.Tensor:
         B, nh, _, hs = buffer.shape
