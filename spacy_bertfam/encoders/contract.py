@@ -181,9 +181,13 @@ class EncoderContract:
         self.lm_weight = float(weight)
 
     def request_precision(self, precision: str) -> None:
-        """Run the forward pass in `precision` (see the class docstring)."""
+        """Run the forward pass in `precision` (see the class docstring); "int8" is refused
+        for ELMo, whose LSTM steps read their weights directly, not through linear layers."""
         if precision not in PRECISIONS:
             raise ValueError(f"Unknown precision '{precision}'; expected one of {PRECISIONS}")
+        if precision == "int8" and self.family == "elmo":
+            raise ValueError('precision "int8" (int8 linear layers) is for bert_encoder and gpt_lm; elmo_features '
+                             'runs in "fp32" or "bf16": set precision = "bf16" for reduced precision.')
         self.precision = precision
 
     def request_compile(self, torch_compile: bool) -> None:

@@ -1,31 +1,66 @@
-"""int8 inference: a copy of a module whose linear layers are dynamically quantized.
+"""int8 inference: a copy of a module whose linear layers multiply in int8.
 
-Dynamic quantization (int8 weights per output row, activations quantized per batch on
-the fly) needs no calibration data, so any encoder can run it; it is for prediction on
-a CPU only. The fp32 module stays the one that trains and is saved.
+Weights are quantized once per output row; activations per row (per token) at each call,
+over the row's own [min, max] (layer-normed rows are lopsided: against a symmetric scale
+this cut the encoder's error from 4.3% to 2.7%). No calibration data is needed, and a
+token's output depends on that token alone. torch's `quantize_dynamic` (fbgemm), used
+before, is faster but takes one 7-bit activation scale per batch: a doc's entities changed
+with its batch mates, and only 91-94% of the entities of trained NER pipelines matched fp32
+(98.8-99.1% now). The products run in `torch._int_mm`; torchao's per-token int8 ran slower
+than fp32 in eager mode on a CPU here. The fp32 module stays the one that trains and is saved.
 """
 import copy
-import warnings
 from typing import Sequence
 
 import torch
 from torch import nn
-from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 # The feed-forward output projection (`layers.feedforward.FeedForward.down`) reads GELU
-# outputs, whose long tail one per-batch activation scale cannot hold: with it in int8,
-# the shipped Banking77 pipeline lost 1.1 points of accuracy; kept in fp32, none.
+# outputs, whose long tail int8 holds worst: with it in int8 as well, four trained WNUT-17
+# NER pipelines shared 97.1-99.0% of their entities with fp32; kept in fp32, 98.8-99.1%.
 KEEP_FP32 = ("down",)
 
 
+class Int8Linear(nn.Module):
+    """`nn.Linear` for prediction with int8 weights (a scale per output row) and int8
+    activations (a scale and offset per row of the input), accumulated in int32.
+
+    A row x is stored as x ≈ s·q + z with q in [-128, 127], so x·Wᵀ ≈ s·(q·Wqᵀ)·w + z·Σ_k(Wq)·w
+    (w: the weights' scales): the offset's share is one outer product with the weights' row sums.
+    """
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        weight = linear.weight.detach().float()
+        scale = weight.abs().amax(dim=1).clamp_min(1e-12) / 127
+        quantized = torch.round(weight / scale[:, None])
+        self.out_features = weight.shape[0]
+        # Stored as (out, in) and read transposed: `_int_mm` takes it as (in, out).
+        self.register_buffer("weight", quantized.to(torch.int8))
+        self.register_buffer("scale", scale)
+        self.register_buffer("row_sums", quantized.sum(dim=1) * scale)
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1]).float()
+        low, high = torch.aminmax(rows, dim=-1, keepdim=True)
+        # 254.5 steps, not 255: q then ends at 126.5, which float error cannot round past 127.
+        step = (high - low).clamp_min_(1e-12).div_(254.5)
+        # (x - min) / s is exact enough however far the row lies from 0; x - z would not be.
+        quantized = rows.sub(low).div_(step).sub_(128).round_().to(torch.int8)
+        out = torch._int_mm(quantized, self.weight.t()).to(torch.float32)
+        out.mul_(step).mul_(self.scale).addcmul_(low.add_(step, alpha=128), self.row_sums)  # z = min + 128·s
+        if self.bias is not None:
+            out.add_(self.bias)
+        return out.reshape(*x.shape[:-1], self.out_features)
+
+
 def int8_copy(module: nn.Module, keep_fp32: Sequence[str] = KEEP_FP32) -> nn.Module:
-    """An eval-mode copy of `module` with its nn.Linear layers quantized to int8, except
-    those whose attribute name is in `keep_fp32`."""
-    names = {name for name, sub in module.named_modules()
-             if isinstance(sub, nn.Linear) and name.rsplit(".", 1)[-1] not in keep_fp32}
-    with warnings.catch_warnings():
-        # torch marks its quantized tensor types deprecated in favour of torchao; the
-        # eager dynamic path is still the CPU one that needs no extra dependency.
-        warnings.simplefilter("ignore", (DeprecationWarning, UserWarning, FutureWarning))
-        return quantize_dynamic(copy.deepcopy(module).eval(), {n: per_channel_dynamic_qconfig for n in names},
-                                dtype=torch.qint8)
+    """An eval-mode copy of `module` with its nn.Linear layers replaced by `Int8Linear`,
+    except those whose attribute name is in `keep_fp32`."""
+    quantized = copy.deepcopy(module).eval()
+    for parent in list(quantized.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, nn.Linear) and name not in keep_fp32:
+                setattr(parent, name, Int8Linear(child))
+    return quantized

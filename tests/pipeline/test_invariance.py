@@ -50,23 +50,39 @@ def _outputs(docs):
              d._.get("perplexity") if d.has_extension("perplexity") else None) for d in docs]
 
 
-def _assert_same(a, b):
+def _assert_same(a, b, int8=False):
+    if int8:
+        # fp32's last-bit differences between batch shapes can flip a rounding to the next int8
+        # level, and a flip spreads through the token's later layers: a few percent of the values
+        # differ. One activation scale per batch (the int8 before) moved nearly all of them.
+        ta, tb = (np.concatenate([t.ravel() for t, *_ in x]) for x in (a, b))
+        far = np.abs(ta - tb) > 1e-5 + 1e-5 * np.abs(tb)
+        assert ta.shape == tb.shape and far.mean() < 0.2, far.mean()
     for (ta, ea, ca, pa), (tb, eb, cb, pb) in zip(a, b, strict=True):
         assert ta.shape == tb.shape
-        np.testing.assert_allclose(ta, tb, atol=1e-5, rtol=1e-5)
+        if not int8:
+            np.testing.assert_allclose(ta, tb, atol=1e-5, rtol=1e-5)
         assert ea == eb
         assert ca.keys() == cb.keys() and all(abs(ca[k] - cb[k]) < 1e-5 for k in ca)
         assert (pa is None) == (pb is None) and (pa is None or abs(pa - pb) < 1e-4 * pa)
 
 
-@pytest.mark.parametrize("family", ["bert", "gpt", "elmo"])
+@pytest.mark.parametrize("family", ["bert", "bert_int8", "gpt", "elmo"])
 def test_batch_size_does_not_change_a_docs_output(family, bert_pipeline, tmp_path):
-    nlp = {"bert": lambda: bert_pipeline, "gpt": lambda: _gpt_pipeline(tmp_path), "elmo": _elmo_pipeline}[family]()
-    one = _outputs(nlp.pipe(TEXTS, batch_size=1))
-    many = _outputs(nlp.pipe(TEXTS, batch_size=32))
-    alone = _outputs([nlp(t) for t in TEXTS])
-    _assert_same(one, many)
-    _assert_same(alone, many)
+    nlp = {"bert": lambda: bert_pipeline, "bert_int8": lambda: bert_pipeline, "gpt": lambda: _gpt_pipeline(tmp_path),
+           "elmo": _elmo_pipeline}[family]()
+    contract = nlp.get_pipe("bert_encoder").contract if family == "bert_int8" else None
+    if contract:  # int8 quantizes activations per token, never per batch
+        contract.request_precision("int8")
+    try:
+        one = _outputs(nlp.pipe(TEXTS, batch_size=1))
+        many = _outputs(nlp.pipe(TEXTS, batch_size=32))
+        alone = _outputs([nlp(t) for t in TEXTS])
+    finally:
+        if contract:
+            contract.request_precision("fp32")
+    _assert_same(one, many, int8=contract is not None)
+    _assert_same(alone, many, int8=contract is not None)
 
 
 CHECK = textwrap.dedent("""

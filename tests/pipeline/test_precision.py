@@ -62,10 +62,11 @@ def test_int8_layers_are_close_to_fp32(minilm_dir):
               ((full._.bertfam["bert_encoder"].layers[i], int8._.bertfam["bert_encoder"].layers[i]) for i in range(7))]
     print("int8 relative error per layer:", [round(e, 4) for e in errors])
     # The embeddings have no linear layer (exact); each block's linear layers but the
-    # feed-forward output are int8 (models/quantize.py). Measured: 0.07-0.17 per block.
-    assert errors[0] == 0 and 0 < errors[-1] and max(errors) < 0.3
+    # feed-forward output are int8 (models/quantize.py). Measured: 0.012-0.036 per block
+    # (0.07-0.17 when activations were quantized per batch).
+    assert errors[0] == 0 and 0 < errors[-1] and max(errors) < 0.1
     cosine = (full.tensor * int8.tensor).sum(1) / np.linalg.norm(full.tensor, axis=1) / np.linalg.norm(int8.tensor, axis=1)
-    assert cosine.min() > 0.95  # measured 0.98
+    assert cosine.min() > 0.99  # measured 0.997
 
 
 def test_int8_predicts_after_fp32_training_and_is_saved(tmp_path):
@@ -139,9 +140,11 @@ def test_torch_compile_predicts_as_eager_follows_updates_and_is_saved(tmp_path):
     assert spacy.load(tmp_path / "compiled").get_pipe("bert_encoder").contract.torch_compile
 
 
-def test_torch_compile_refuses_elmo_and_int8(hf_bert_dir):
+def test_elmo_refuses_compile_and_int8_and_int8_refuses_compile(hf_bert_dir):
     with pytest.raises(ValueError, match="torch_compile is for the transformer encoders"):
         spacy.blank("en").add_pipe("elmo_features", config={"torch_compile": True})
+    with pytest.raises(ValueError, match='precision "int8" .* is for bert_encoder and gpt_lm'):
+        spacy.blank("en").add_pipe("elmo_features", config={"precision": "int8"})
     nlp = spacy.blank("en")
     nlp.add_pipe("bert_encoder", config={"precision": "int8", "torch_compile": True, "model": TINY_ENCODER})
     nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
