@@ -137,7 +137,7 @@ class EncoderContract:
     lm_weight (float): requested weight of the auxiliary LM loss in training (0 = off).
     precision (str): "fp32", "bf16" (autocast to bfloat16, CPU or GPU), "fp16"
         (autocast to float16 with gradient scaling, GPU only) or "int8" (prediction
-        only, on a CPU: linear layers dynamically quantized) for the encoder's forward.
+        only, on a CPU: int8 linear layers, activations quantized per token) for the encoder's forward.
     torch_compile (bool): predict with the encoder compiled by `torch.compile` (the
         transformer families; training stays eager).
     """
@@ -271,7 +271,7 @@ class EncoderShim(PyTorchShim):
             raise ValueError('precision "fp16" needs a GPU (torch autocast to float16 on CUDA); '
                              'use "bf16" on a CPU')
         if precision == "int8" and self.device.type != "cpu":
-            raise ValueError('precision "int8" (dynamically quantized linear layers) runs on a CPU only; '
+            raise ValueError('precision "int8" (int8 linear layers) runs on a CPU only; '
                              'use "bf16" or "fp16" on a GPU')
         self._runs_int8 = precision == "int8"
         if precision == "fp16" and not self._scales_gradients:  # thinc scales and unscales gradients
@@ -298,7 +298,7 @@ class EncoderShim(PyTorchShim):
     def use_compile(self, torch_compile: bool) -> None:
         """Predict with the compiled encoder (see the class docstring) or not."""
         if torch_compile and self._runs_int8:
-            raise ValueError('torch_compile does not apply to precision "int8" (a dynamically quantized copy '
+            raise ValueError('torch_compile does not apply to precision "int8" (an int8 copy of the encoder '
                              'runs then): use it with "fp32", "bf16" or "fp16", or set torch_compile = false')
         self._compiles = torch_compile
 

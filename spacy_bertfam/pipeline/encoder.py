@@ -73,8 +73,8 @@ class EncoderComponent(TrainablePipe):
         by length (less padding); 1 keeps the original batches.
     precision (str): "fp32" (default), "bf16" (autocast to bfloat16 on CPU or GPU, for
         inference and training), "fp16" (autocast to float16 with gradient scaling,
-        GPU only) or "int8" (prediction on a CPU with dynamically quantized linear
-        layers). Stored with the pipeline; a setting given at load time wins.
+        GPU only) or "int8" (prediction on a CPU with int8 linear layers,
+        activations quantized per token). Stored with the pipeline; a setting given at load time wins.
     torch_compile (bool): predict with the encoder compiled by `torch.compile` (BERT and
         GPT; needs a C++ compiler on a CPU, and compiles once per process, 15-30 s here).
         Training stays eager. Stored with the pipeline; a setting given at load time wins.
