@@ -27,11 +27,11 @@ SHARED_INPUT = ("query", "key", "value")
 
 
 class QuantizedRows(NamedTuple):
-    """Rows x ≈ step·(values + 128) + low, values in [-128, 127]."""
+    """Rows x ≈ step·values + zero, values in [-128, 127] (zero = min + 128·step)."""
 
     values: torch.Tensor
     step: torch.Tensor
-    low: torch.Tensor
+    zero: torch.Tensor
 
 
 class RowQuantizer:
@@ -58,7 +58,7 @@ def _quantize_rows(x: torch.Tensor) -> QuantizedRows:
     step = (high - low).clamp_min_(1e-12).div_(254.5)
     # (x - min) / step is exact enough however far the row lies from 0; x - z would not be.
     values = rows.sub(low).div_(step).sub_(128).round_().to(torch.int8)
-    return QuantizedRows(values, step, low)
+    return QuantizedRows(values, step, low.add_(step, alpha=128))
 
 
 class Int8Linear(nn.Module):
@@ -85,8 +85,7 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = self.quantizer(x)
         out = torch._int_mm(rows.values, self.weight.t()).to(torch.float32)
-        zero = rows.low.add(rows.step, alpha=128)  # z = min + 128·s
-        out.mul_(rows.step).mul_(self.scale).addcmul_(zero, self.row_sums)
+        out.mul_(rows.step).mul_(self.scale).addcmul_(rows.zero, self.row_sums)
         if self.bias is not None:
             out.add_(self.bias)
         return out.reshape(*x.shape[:-1], self.out_features)
