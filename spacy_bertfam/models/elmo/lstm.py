@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 State = Tuple[torch.Tensor, torch.Tensor]  # (projected output h (B, P), memory c (B, C))
+INPUT_CHUNK = 16  # time steps whose input projection is computed together
 
 
 class ProjectedLSTMCell(nn.Module):
@@ -69,28 +70,33 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
     B, T, W = x[0].shape
     C = forward.cell_width
     index = packing.reverse[..., None]
-    # The backward cell reads each row's real steps in reverse (padding stays put).
-    inputs = torch.stack([x[0], x[1].gather(1, index.expand_as(x[1]))]).transpose(1, 2).reshape(2, T * B, W)
-    # The input's share of every step's gates (and the state bias) in one product,
-    # time-major so that a step's rows are contiguous: (T, 2, B, 4C) after unbinding.
-    projected = torch.baddbmm(torch.stack([cell.state_linearity.bias for cell in cells])[:, None],
-                              inputs, torch.stack([cell.input_linearity.weight.T for cell in cells]))
-    projected = projected.view(2, T, B, 4 * C).unbind(1)
-    state_weight = torch.stack([cell.state_linearity.weight.T for cell in cells])  # (2, P, 4C)
+    # The backward cell reads each row's real steps in reverse (padding stays put); time-major.
+    inputs = torch.stack([x[0], x[1].gather(1, index.expand_as(x[1]))]).transpose(1, 2)  # (2, T, B, W)
+    # Gates reordered to (input, forget, output, memory): one sigmoid over the first three.
+    order = torch.cat([torch.arange(2 * C), torch.arange(3 * C, 4 * C), torch.arange(2 * C, 3 * C)]).to(x[0].device)
+    bias = torch.stack([cell.state_linearity.bias[order] for cell in cells])[:, None]  # (2, 1, 4C)
+    input_weight = torch.stack([cell.input_linearity.weight[order].T for cell in cells])  # (2, W, 4C)
+    state_weight = torch.stack([cell.state_linearity.weight[order].T for cell in cells])  # (2, P, 4C)
     projection = torch.stack([cell.projection.weight.T for cell in cells])  # (2, C, P)
     h = torch.stack([state[0][0], state[1][0]])
     c = torch.stack([state[0][1], state[1][1]])
     ended: List[State] = []  # rows whose last step has passed, last rows first
     outputs = []
     for t, n in enumerate(packing.active):
+        if t % INPUT_CHUNK == 0:
+            # The input's share of the next steps' gates (and the state bias), for the rows
+            # running at the chunk's start, in one product: chunk by chunk it stays in cache
+            # for the steps that read it (all steps at once: 1.5x slower on prose).
+            k = min(INPUT_CHUNK, len(packing.active) - t)
+            chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight).view(2, k, n, 4 * C)
         if n < h.shape[1]:  # rows are sorted longest first: those from n on have ended
             ended.append((h[:, n:], c[:, n:]))
             h, c = h[:, :n], c[:, :n]
-        gates = torch.baddbmm(projected[t][:, :n], h, state_weight)
-        gated = gates.sigmoid()  # the memory's quarter is not used
-        memory = gates[..., 2 * C: 3 * C].tanh()
-        c = (gated[..., :C] * memory + gated[..., C: 2 * C] * c).clamp(-forward.cell_clip, forward.cell_clip)
-        h = torch.bmm(gated[..., 3 * C:] * c.tanh(), projection).clamp(-forward.projection_clip, forward.projection_clip)
+        gates = torch.baddbmm(chunk[:, t % INPUT_CHUNK, :n], h, state_weight)
+        gated = gates[..., : 3 * C].sigmoid()
+        memory = gates[..., 3 * C:].tanh()
+        c = torch.addcmul(gated[..., C: 2 * C] * c, gated[..., :C], memory).clamp(-forward.cell_clip, forward.cell_clip)
+        h = torch.bmm(gated[..., 2 * C:] * c.tanh(), projection).clamp(-forward.projection_clip, forward.projection_clip)
         outputs.append(h)
     if ended:
         h = torch.cat([h] + [rows[0] for rows in reversed(ended)], dim=1)
