@@ -2,14 +2,17 @@
 
 The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; the stream
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
-repeated until 1M tokens, batch 64. Prints RSS (now, and its peak so far) every 100k tokens,
+repeated until 1M tokens, batch 64. Prints RSS (now, its peak so far, and its peak within
+the last 100k tokens: VmHWM reset after each reading) every 100k tokens,
 with and without `drop_outputs`, and the growth after warm-up (from 300k tokens on: the
 tweets, then the first books). `--repeat N` streams only the first N tokens, over and
 over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the books'
 order Moby-Dick's longer paragraphs come last).
 `python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
 keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 1 MiB
-(processes.return_freed_memory) from the start; each prints its words/s too.
+(processes.return_freed_memory) from the start; each prints its words/s too. Each setting
+runs in its own process, which inherits the environment: e.g. `MALLOC_MMAP_THRESHOLD_=4194304`
+to measure glibc with a fixed 4 MiB mmap threshold.
 """
 import argparse
 import json
@@ -30,6 +33,12 @@ def rss_mb(field: str = "VmRSS") -> float:
     """The process's resident memory now (VmRSS) or its peak so far (VmHWM), in MB."""
     with open(f"/proc/{os.getpid()}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
+
+
+def restart_peak() -> None:
+    """Reset VmHWM to the RSS now (Linux's clear_refs), so the next reading is this window's peak."""
+    with open(f"/proc/{os.getpid()}/clear_refs", "w") as f:
+        f.write("5")
 
 
 def texts(repeat: int = 0, shuffle: bool = False):
@@ -76,11 +85,15 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
                 return
             yield text
 
-    start = time.perf_counter()
+    start, peak = time.perf_counter(), 0.0
+    restart_peak()
     for doc in nlp.pipe(limited(), batch_size=64):
         seen += len(doc)
         if seen >= mark:
-            series.append((mark, round(rss_mb()), round(rss_mb("VmHWM"))))
+            window = rss_mb("VmHWM")
+            peak = max(peak, window)
+            series.append((mark, round(rss_mb()), round(peak), round(window)))
+            restart_peak()
             mark += 100_000
     return {"series": series, "words_per_s": seen / (time.perf_counter() - start)}
 
@@ -102,7 +115,7 @@ def main() -> None:
                               "--child", setting] + ["--shuffle"] * args.shuffle,
                              capture_output=True, text=True, check=True).stdout
         result = json.loads(out.strip().splitlines()[-1])
-        for column, name in ((1, "RSS"), (2, "peak RSS")):
+        for column, name in ((1, "RSS"), (2, "peak RSS"), (3, "peak RSS of each 100k-token window")):
             series = [row[column] for row in result["series"]]
             warm = series[min(2, len(series) - 1)]
             print(f"{setting}: {name} (MB) every 100k tokens: {series}; growth after the first 300k: "
