@@ -6,7 +6,7 @@ every id is shifted by one so that 0 marks a padding token. A token keeps at mos
 `max_chars - 2` bytes (the rest is cut, as in the original; the token still gets
 its vector).
 """
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
@@ -35,11 +35,17 @@ def word_char_ids(word: str, max_chars: int = 50) -> np.ndarray:
 
 
 def batch_char_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50, *, boundaries: bool = True) -> np.ndarray:
-    """(B, T, max_chars) ids, padded with 0; `boundaries` wraps each in <S> ... </S>."""
+    """(B, T, max_chars) ids, padded with 0; `boundaries` wraps each in <S> ... </S>.
+
+    Each distinct word is encoded once and the rows gathered from those: most tokens of a
+    batch repeat an earlier word."""
     rows: List[List[str]] = [([BOS_TOKEN, *s, EOS_TOKEN] if boundaries else list(s)) for s in sentences]
     T = max((len(r) for r in rows), default=0)
-    out = np.zeros((len(rows), T, max_chars), dtype=np.int64)
+    index: Dict[str, int] = {}  # word -> its row in the table; row 0 is padding (all zeros)
+    positions = np.zeros((len(rows), T), dtype=np.int64)
     for b, row in enumerate(rows):
-        for t, word in enumerate(row):
-            out[b, t] = word_char_ids(word, max_chars)
-    return out
+        positions[b, : len(row)] = [index.setdefault(word, len(index) + 1) for word in row]
+    table = np.zeros((len(index) + 1, max_chars), dtype=np.int64)
+    for word, i in index.items():
+        table[i] = word_char_ids(word, max_chars)
+    return table[positions]
