@@ -9,8 +9,9 @@ from torch.utils.checkpoint import checkpoint
 class WindowedEncoder(nn.Module):
     """Wraps an encoder so that windowing's scatter/average stays inside autograd.
 
-    The wrapped encoder is called as `encoder(ids, mask)` and returns an
-    `EncoderOutput`; this module returns, for each requested layer, a
+    The wrapped encoder is called as `encoder(ids, mask, piece_vectors=...)` (and
+    `type_ids=` for sentence pairs), returns an `EncoderOutput`, and looks up piece
+    embeddings with `embed_pieces(ids)`; this module returns, for each requested layer, a
     (n_out, width) tensor of weighted sums of window positions (see
     `tokenization.windows.WindowPlan`), so gradients are split between
     overlapping windows exactly as the forward pass combined them.
@@ -19,6 +20,11 @@ class WindowedEncoder(nn.Module):
     one chunk's layers exist at a time; with `recompute`, the chunk's activations are also
     recomputed in the backward pass (activation checkpointing), so a training batch's
     memory is bounded by one chunk rather than the whole batch.
+
+    Under autograd the piece embeddings of all chunks are looked up at once: each lookup's
+    backward writes a dense gradient of the whole embedding table (30,522 × 384 floats for
+    MiniLM, fresh pages from the system every time), so one lookup instead of one per chunk
+    (about five per training batch of tweets) saves that many table-sized gradients a step.
     """
 
     def __init__(self, encoder: nn.Module):
@@ -63,9 +69,11 @@ class WindowedEncoder(nn.Module):
         result: List[torch.Tensor] = []
         first = 0  # the chunk's first position in `source`'s numbering
         with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
+            vectors = self.encoder.embed_pieces(ids) if torch.is_grad_enabled() and len(chunks) > 1 else None
             for windows, length in chunks:
                 inputs = (ids[windows, :length], mask[windows, :length],
-                          None if type_ids is None else type_ids[windows, :length])
+                          None if type_ids is None else type_ids[windows, :length],
+                          None if vectors is None else vectors[windows, :length])
                 if recompute:
                     chosen = checkpoint(self._chunk_layers, *inputs, layers, use_reentrant=False)
                 else:
@@ -86,8 +94,9 @@ class WindowedEncoder(nn.Module):
         return result
 
     def _chunk_layers(self, ids: torch.Tensor, mask: torch.Tensor, type_ids: Optional[torch.Tensor],
-                      layers: Optional[Sequence[int]]) -> List[torch.Tensor]:
+                      vectors: Optional[torch.Tensor], layers: Optional[Sequence[int]]) -> List[torch.Tensor]:
         """The chosen layers of one chunk of windows, each flattened to (positions, W)."""
-        out = self.encoder(ids, mask) if type_ids is None else self.encoder(ids, mask, type_ids)
+        extra = {} if type_ids is None else {"type_ids": type_ids}
+        out = self.encoder(ids, mask, piece_vectors=vectors, **extra)
         chosen = out.layers if layers is None else [out.layers[i] for i in layers]
         return [layer.reshape(-1, layer.shape[-1]).float() for layer in chosen]

@@ -26,8 +26,12 @@ class MockEncoder(nn.Module):
         self.offset = nn.Parameter(torch.randn(T, WIDTH, generator=gen))
         self.config = SimpleNamespace(n_layers=0, hidden_width=WIDTH)
 
-    def forward(self, ids, mask):
-        return SimpleNamespace(layers=[self.table[ids] + self.offset[: ids.shape[1]][None]])
+    def embed_pieces(self, ids):
+        return self.table[ids]
+
+    def forward(self, ids, mask, piece_vectors=None):
+        pieces = self.embed_pieces(ids) if piece_vectors is None else piece_vectors
+        return SimpleNamespace(layers=[pieces + self.offset[: ids.shape[1]][None]])
 
 
 def _run(docs, *, window, stride, combine, batch_pieces=4096):

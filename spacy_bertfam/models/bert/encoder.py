@@ -22,11 +22,13 @@ class BertEmbeddings(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout)
 
     def forward(
-        self, piece_ids: torch.Tensor, type_ids: torch.Tensor, positions: torch.Tensor
+        self, piece_ids: torch.Tensor, type_ids: torch.Tensor, positions: torch.Tensor,
+        piece_vectors: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
-        """All inputs (B, T) int64 -> (B, T, width)."""
-        x = self.pieces(piece_ids) + self.types(type_ids) + self.positions(positions)
-        return self.dropout(self.norm(x))
+        """All inputs (B, T) int64 -> (B, T, width); piece_vectors: the pieces' embeddings
+        when the caller looked them up already (see `BertEncoder.forward`)."""
+        pieces = self.pieces(piece_ids) if piece_vectors is None else piece_vectors
+        return self.dropout(self.norm(pieces + self.types(type_ids) + self.positions(positions)))
 
 
 class BertEncoder(nn.Module):
@@ -61,12 +63,15 @@ class BertEncoder(nn.Module):
         piece_ids: torch.Tensor,
         attention_mask: Optional[torch.Tensor] = None,
         type_ids: Optional[torch.Tensor] = None,
+        piece_vectors: Optional[torch.Tensor] = None,
     ) -> EncoderOutput:
         """Encode a batch.
 
         piece_ids: (B, T) piece ids, [CLS] ... [SEP] [PAD]...
         attention_mask: (B, T) bool or 0/1; True/1 marks a real piece. Default: all real.
         type_ids: (B, T) segment ids; default all 0.
+        piece_vectors: (B, T, width) `embed_pieces(piece_ids)`, when a caller that runs
+            several batches in one backward pass looked them up once for all of them.
         """
         B, T = piece_ids.shape
         if T > self.config.n_positions:
@@ -81,10 +86,14 @@ class BertEncoder(nn.Module):
         if attention_mask is not None:
             # (B, T) -> (B, 1, 1, T): every query may see every real key.
             attend = attention_mask.bool()[:, None, None, :]
-        x = self.embeddings(piece_ids, type_ids, positions)
+        x = self.embeddings(piece_ids, type_ids, positions, piece_vectors)
         layers = [x]
         for block in self.layers:
             x, _ = block(x, attend)
             layers.append(x)
         pooled = torch.tanh(self.pooler(x[:, 0]))
         return EncoderOutput(layers=layers, pooled=pooled)
+
+    def embed_pieces(self, piece_ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, width) piece embeddings (before positions and segments)."""
+        return self.embeddings.pieces(piece_ids)

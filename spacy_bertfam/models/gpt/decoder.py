@@ -76,6 +76,7 @@ class GptDecoder(nn.Module):
         attention_mask: Optional[torch.Tensor] = None,
         position_ids: Optional[torch.Tensor] = None,
         cache: Optional[List[KVCache]] = None,
+        piece_vectors: Optional[torch.Tensor] = None,
     ) -> DecoderOutput:
         """Decode a batch.
 
@@ -84,6 +85,8 @@ class GptDecoder(nn.Module):
             side); default all real.
         position_ids: (B, T); default derived from the mask (cumulative mask − 1).
         cache: per block (keys, values) of the T_past earlier pieces.
+        piece_vectors: (B, T, width) `embed_pieces(piece_ids)`, when a caller that runs
+            several batches in one backward pass looked them up once for all of them.
         """
         B, T = piece_ids.shape
         past = 0 if cache is None else cache[0].length
@@ -101,7 +104,8 @@ class GptDecoder(nn.Module):
         # attention never normalises over an empty set (its output is ignored anyway).
         itself = torch.eye(T, past + T, dtype=torch.bool, device=piece_ids.device).roll(past, dims=1)
         attend = keys | itself
-        x = self.dropout(self.pieces(piece_ids) + self.positions(position_ids))
+        pieces = self.pieces(piece_ids) if piece_vectors is None else piece_vectors
+        x = self.dropout(pieces + self.positions(position_ids))
         layers = [x]
         new_cache: List[KVCache] = []
         for i, block in enumerate(self.layers):
@@ -111,6 +115,10 @@ class GptDecoder(nn.Module):
         if self.final_norm is not None:
             layers[-1] = self.final_norm(layers[-1])
         return DecoderOutput(layers=layers, cache=new_cache)
+
+    def embed_pieces(self, piece_ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, width) piece embeddings (before positions)."""
+        return self.pieces(piece_ids)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM head tied to the piece embeddings: (..., width) -> (..., n_pieces)."""
