@@ -87,16 +87,20 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
             # The input's share of the next steps' gates (and the state bias), for the rows
             # running at the chunk's start, in one product: chunk by chunk it stays in cache
             # for the steps that read it (all steps at once: 1.5x slower on prose).
+            # Unbound into steps, and gates split rather than sliced: in the backward pass
+            # these join their pieces' gradients in one op, where a slice writes its gradient
+            # into zeros the size of what it was cut from (a whole chunk, every step).
             k = min(INPUT_CHUNK, len(packing.active) - t)
-            chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight).view(2, k, n, 4 * C)
+            chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight)
+            chunk_steps = chunk.view(2, k, n, 4 * C).unbind(1)
         if n < h.shape[1]:  # rows are sorted longest first: those from n on have ended
             ended.append((h[:, n:], c[:, n:]))
             h, c = h[:, :n], c[:, :n]
-        gates = torch.baddbmm(chunk[:, t % INPUT_CHUNK, :n], h, state_weight)
-        gated = gates[..., : 3 * C].sigmoid()
-        memory = gates[..., 3 * C:].tanh()
-        c = torch.addcmul(gated[..., C: 2 * C] * c, gated[..., :C], memory).clamp(-forward.cell_clip, forward.cell_clip)
-        h = torch.bmm(gated[..., 2 * C:] * c.tanh(), projection).clamp(-forward.projection_clip, forward.projection_clip)
+        gates = torch.baddbmm(chunk_steps[t % INPUT_CHUNK][:, :n], h, state_weight)
+        sigmoid_part, memory_part = gates.split([3 * C, C], dim=-1)
+        input_gate, forget_gate, output_gate = sigmoid_part.sigmoid().split(C, dim=-1)
+        c = torch.addcmul(forget_gate * c, input_gate, memory_part.tanh()).clamp(-forward.cell_clip, forward.cell_clip)
+        h = torch.bmm(output_gate * c.tanh(), projection).clamp(-forward.projection_clip, forward.projection_clip)
         outputs.append(h)
     if ended:
         h = torch.cat([h] + [rows[0] for rows in reversed(ended)], dim=1)
