@@ -2,8 +2,9 @@
 
 The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; the stream
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
-repeated until 1M tokens, batch 64. Prints RSS (now, its peak so far, and its peak within
-the last 100k tokens: VmHWM reset after each reading) every 100k tokens,
+repeated until 1M tokens, batch 64. Prints RSS (now, its peak since the stream began — the
+pipeline's set-up is left out — and its peak within the last 100k tokens: VmHWM reset after
+each reading) every 100k tokens,
 with and without `drop_outputs`, and the growth after warm-up (from 300k tokens on: the
 tweets, then the first books). `--repeat N` streams only the first N tokens, over and
 over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the books'
