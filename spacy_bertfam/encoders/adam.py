@@ -13,6 +13,8 @@ import torch
 from thinc.optimizers import Optimizer
 from torch import nn
 
+_ROWS_AT_ONCE = 2048
+
 
 def handles(optimizer) -> bool:
     """Whether `adam_step` does what this optimizer would: thinc's plain Adam without
@@ -23,7 +25,11 @@ def handles(optimizer) -> bool:
 
 def adam_step(module: nn.Module, optimizer: Optimizer, key_id: int) -> None:
     """Update `module`'s parameters that have a gradient, as `optimizer((key_id, name), w, g)`
-    would, and zero their gradients."""
+    would, and zero their gradients (a sparse one, e.g. of an embedding table, is removed).
+
+    A sparse gradient is applied as the dense one it stands for (zeros in the rows it
+    lacks: those rows' moments decay and their weights still move), without making it.
+    """
     b1, b2, eps = optimizer.b1, optimizer.b2, optimizer.eps
     # thinc's kernel takes 1 - beta in float32 (1 - 0.999 is then 0.00099999, not 0.001).
     one_minus_b1, one_minus_b2 = (float(np.float32(1.0) - np.float32(b)) for b in (b1, b2))
@@ -36,6 +42,12 @@ def adam_step(module: nn.Module, optimizer: Optimizer, key_id: int) -> None:
         optimizer.nr_update[key] += 1
         step = optimizer.nr_update[key]
         weights = param.data
+        if grad.is_sparse and l2 and not optimizer.L2_is_weight_decay:
+            grad = grad.to_dense()  # L2 as a gradient term touches every row
+        rows = None
+        if grad.is_sparse:
+            grad = grad.coalesce()
+            rows, grad = grad.indices()[0], grad.values()
         if l2 and not optimizer.L2_is_weight_decay:
             grad.add_(weights, alpha=l2)
         if clip:
@@ -47,11 +59,21 @@ def adam_step(module: nn.Module, optimizer: Optimizer, key_id: int) -> None:
             optimizer.mom2[key] = np.zeros(weights.numel(), dtype="float32")
         mom1 = torch.from_numpy(optimizer.mom1[key]).view_as(weights)
         mom2 = torch.from_numpy(optimizer.mom2[key]).view_as(weights)
-        mom1.lerp_(grad, one_minus_b1)  # b1 · m + (1 - b1) · g
-        mom2.mul_(b2).addcmul_(grad, grad, value=one_minus_b2)
-        # The gradient is spent once the moments have it: its memory holds sqrt(m2) + eps.
-        denominator = torch.sqrt(mom2, out=grad).add_(eps)
-        weights.addcdiv_(mom1, denominator, value=-rate * (1.0 - b2**step) ** 0.5 / (1.0 - b1**step))
+        step_size = -rate * (1.0 - b2**step) ** 0.5 / (1.0 - b1**step)
+        if rows is None:
+            mom1.lerp_(grad, one_minus_b1)  # b1 · m + (1 - b1) · g
+            mom2.mul_(b2).addcmul_(grad, grad, value=one_minus_b2)
+            # The gradient is spent once the moments have it: its memory holds sqrt(m2) + eps.
+            weights.addcdiv_(mom1, torch.sqrt(mom2, out=grad).add_(eps), value=step_size)
+        else:
+            mom1.mul_(b1).index_add_(0, rows, grad, alpha=one_minus_b1)
+            mom2.mul_(b2).index_add_(0, rows, grad * grad, alpha=one_minus_b2)
+            for start in range(0, len(weights), _ROWS_AT_ONCE):  # no table-sized temporary
+                block = slice(start, start + _ROWS_AT_ONCE)
+                weights[block].addcdiv_(mom1[block], torch.sqrt(mom2[block]).add_(eps), value=step_size)
         if l2 and optimizer.L2_is_weight_decay:
             weights.mul_(1.0 - rate * l2)
-        grad.zero_()
+        if grad is param.grad:
+            grad.zero_()
+        else:  # a sparse gradient, applied from its rows or densified
+            param.grad = None

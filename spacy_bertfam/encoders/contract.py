@@ -339,10 +339,13 @@ class EncoderShim(PyTorchShim):
 
     def finish_update(self, optimizer) -> None:
         """thinc's Adam, done in place with torch ops on a CPU (`encoders.adam`); anything else
-        through thinc."""
+        through thinc, with sparse gradients (the piece table's on a CPU) made dense."""
         if self.device.type == "cpu" and adam.handles(optimizer):
             adam.adam_step(self._model, optimizer, self.id)
         else:
+            for param in self._model.parameters():  # thinc reads gradients as dense arrays
+                if param.grad is not None and param.grad.is_sparse:
+                    param.grad = param.grad.to_dense()
             super().finish_update(optimizer)
         self._int8_model = None
 

@@ -8,6 +8,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from .layers.dropout import Dropout
+
 
 class BiAttentionQA(nn.Module):
     """Question/context vectors -> start/end scores per context token and a "no answer" row.
@@ -23,7 +25,7 @@ class BiAttentionQA(nn.Module):
         self.start = nn.Linear(4 * width + 2 * hidden, 1)
         self.end = nn.Linear(4 * width + 2 * hidden, 1)
         self.null = nn.Linear(2 * hidden, 2)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, question: torch.Tensor, q_mask: torch.Tensor, context: torch.Tensor,
                 c_mask: torch.Tensor) -> torch.Tensor:

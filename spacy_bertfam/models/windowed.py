@@ -21,10 +21,13 @@ class WindowedEncoder(nn.Module):
     recomputed in the backward pass (activation checkpointing), so a training batch's
     memory is bounded by one chunk rather than the whole batch.
 
-    Under autograd the piece embeddings of all chunks are looked up at once: each lookup's
-    backward writes a dense gradient of the whole embedding table (30,522 × 384 floats for
-    MiniLM, fresh pages from the system every time), so one lookup instead of one per chunk
-    (about five per training batch of tweets) saves that many table-sized gradients a step.
+    Under autograd the piece embeddings of all chunks are looked up at once, and on a CPU
+    with a sparse gradient: a dense one is the whole table (30,522 × 384 floats for
+    MiniLM), zeroed on fresh pages from the system at every lookup (once per chunk, about
+    five per training batch of tweets, before the lookups were joined), zeroed again after
+    the update, and read whole by gradient clipping. The CPU Adam step
+    (`encoders.adam`) applies a sparse gradient exactly as the dense one it stands for;
+    any other optimizer gets it densified.
     """
 
     def __init__(self, encoder: nn.Module):
@@ -69,7 +72,7 @@ class WindowedEncoder(nn.Module):
         result: List[torch.Tensor] = []
         first = 0  # the chunk's first position in `source`'s numbering
         with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
-            vectors = self.encoder.embed_pieces(ids) if torch.is_grad_enabled() and len(chunks) > 1 else None
+            vectors = self.encoder.embed_pieces(ids, sparse=ids.device.type == "cpu") if torch.is_grad_enabled() else None
             for windows, length in chunks:
                 inputs = (ids[windows, :length], mask[windows, :length],
                           None if type_ids is None else type_ids[windows, :length],

@@ -133,11 +133,12 @@ def test_span_qa_learns_answers_and_no_answer(hf_bert_dir, no_answer):
     nlp = qa_nlp(hf_bert_dir, no_answer=no_answer)
     fix_random_seed(0)
     nlp.initialize(lambda: qa_examples(nlp))
-    optimizer = Adam(0.01)
+    # 80 steps at 0.003: every answer on each of 20 seeds tried (40 at 0.01 missed one on 4-6 of 10).
+    optimizer = Adam(0.003)
     before = nlp.evaluate(qa_examples(nlp))
     weights = {k: v.clone() for k, v in torch_encoder(nlp.get_pipe("bert_encoder").model).state_dict().items()}
     losses = []
-    for _ in range(40):
+    for _ in range(80):
         losses.append(nlp.update(qa_examples(nlp), sgd=optimizer, drop=0.0)["span_qa"])
     after = nlp.evaluate(qa_examples(nlp))
     assert losses[-1] < 0.2 * losses[0], losses

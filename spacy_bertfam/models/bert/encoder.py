@@ -2,9 +2,11 @@
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..layers import TransformerBlock
+from ..layers.dropout import Dropout
 from ..layers.init import init_normal
 from ..output import EncoderOutput
 from .config import BertConfig
@@ -19,7 +21,7 @@ class BertEmbeddings(nn.Module):
         self.positions = nn.Embedding(config.n_positions, config.hidden_width)
         self.types = nn.Embedding(config.n_types, config.hidden_width)
         self.norm = nn.LayerNorm(config.hidden_width, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.dropout = Dropout(config.hidden_dropout)
 
     def forward(
         self, piece_ids: torch.Tensor, type_ids: torch.Tensor, positions: torch.Tensor,
@@ -94,6 +96,7 @@ class BertEncoder(nn.Module):
         pooled = torch.tanh(self.pooler(x[:, 0]))
         return EncoderOutput(layers=layers, pooled=pooled)
 
-    def embed_pieces(self, piece_ids: torch.Tensor) -> torch.Tensor:
-        """(B, T) ids -> (B, T, width) piece embeddings (before positions and segments)."""
-        return self.embeddings.pieces(piece_ids)
+    def embed_pieces(self, piece_ids: torch.Tensor, sparse: bool = False) -> torch.Tensor:
+        """(B, T) ids -> (B, T, width) piece embeddings (before positions and segments);
+        `sparse`: the table's gradient holds only the looked-up rows (see `WindowedEncoder`)."""
+        return F.embedding(piece_ids, self.embeddings.pieces.weight, sparse=sparse)

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..layers.dropout import Dropout
 from ..output import EncoderOutput
 from .char_cnn import CharCNN
 from .config import ElmoConfig
@@ -48,7 +49,7 @@ class ElmoBiLM(nn.Module):
         elif config.n_words:
             cutoffs = [c for c in (2000, 10000) if c < config.n_words - 1]
             self.softmax = nn.AdaptiveLogSoftmaxWithLoss(P, config.n_words, cutoffs=cutoffs or [config.n_words // 2], div_value=4.0)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def reset_parameters(self) -> None:
         """Fresh random weights: each submodule's own `reset_parameters` (PyTorch's defaults;

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..layers import TransformerBlock
 from ..layers.attention import KVCache
+from ..layers.dropout import Dropout
 from ..layers.init import init_normal
 from ..output import EncoderOutput
 from .config import GptConfig
@@ -47,7 +49,7 @@ class GptDecoder(nn.Module):
         self.config = config
         self.pieces = nn.Embedding(config.n_pieces, config.hidden_width)
         self.positions = nn.Embedding(config.n_positions, config.hidden_width)
-        self.dropout = nn.Dropout(config.embedding_dropout)
+        self.dropout = Dropout(config.embedding_dropout)
         self.layers = nn.ModuleList(
             TransformerBlock(
                 width=config.hidden_width,
@@ -116,9 +118,10 @@ class GptDecoder(nn.Module):
             layers[-1] = self.final_norm(layers[-1])
         return DecoderOutput(layers=layers, cache=new_cache)
 
-    def embed_pieces(self, piece_ids: torch.Tensor) -> torch.Tensor:
-        """(B, T) ids -> (B, T, width) piece embeddings (before positions)."""
-        return self.pieces(piece_ids)
+    def embed_pieces(self, piece_ids: torch.Tensor, sparse: bool = False) -> torch.Tensor:
+        """(B, T) ids -> (B, T, width) piece embeddings (before positions); `sparse`: the
+        table's gradient holds only the looked-up rows (see `WindowedEncoder`)."""
+        return F.embedding(piece_ids, self.pieces.weight, sparse=sparse)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM head tied to the piece embeddings: (..., width) -> (..., n_pieces)."""

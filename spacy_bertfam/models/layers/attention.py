@@ -5,6 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .dropout import dropout
+
 
 class KVCache:
     """Keys and values of the positions decoded so far, (B, nh, T, hs) each.
@@ -106,8 +108,29 @@ class SelfAttention(nn.Module):
             # Query i (absolute position T_kv - T + i) may see keys 0 .. its position.
             tri = torch.ones(T, T_kv, dtype=torch.bool, device=x.device).tril(T_kv - T)
             mask = tri if mask is None else mask & tri
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
-        )
+        if self.training and self.dropout > 0.0 and x.device.type == "cpu":
+            y = attend_with_dropout(q, k, v, mask, self.dropout)
+        else:
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
+            )
         y = y.transpose(1, 2).reshape(B, T, W)
         return self.output(y), cache
+
+
+def attend_with_dropout(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attend: Optional[torch.Tensor], p: float
+) -> torch.Tensor:
+    """softmax(q·kᵀ/√d, masked) · v with dropout on the probabilities: what
+    `F.scaled_dot_product_attention` computes on a CPU when it drops out (it has no fused
+    kernel for that), with `layers.dropout`'s cheaper masks instead of `bernoulli_`.
+
+    attend: boolean, broadcastable to (B, nh, T_q, T_kv); True means the key may be
+    attended to. A fully masked row attends uniformly instead of giving NaN.
+    """
+    scores = torch.matmul(q * q.shape[-1] ** -0.5, k.transpose(-2, -1))
+    if attend is not None:
+        scores.add_(torch.zeros(attend.shape, dtype=scores.dtype, device=scores.device).masked_fill_(
+            ~attend, torch.finfo(scores.dtype).min))
+    probs = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
+    return torch.matmul(dropout(probs, p), v)

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from .attention import KVCache, SelfAttention
+from .dropout import Dropout
 from .feedforward import FeedForward
 
 
@@ -42,7 +43,7 @@ class TransformerBlock(nn.Module):
         self.attention_norm = nn.LayerNorm(width, eps=layer_norm_eps)
         self.ffn = FeedForward(width=width, inner_width=inner_width, activation=activation)
         self.ffn_norm = nn.LayerNorm(width, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(
         self,
