@@ -5,9 +5,8 @@ torch's CPU dropout draws one Bernoulli sample per element (`bernoulli_`): measu
 One 64-bit random integer per four elements, each 16-bit quarter compared with a threshold,
 takes 0.5 ms. The drop probability is rounded to a multiple of 1/65,536 (0.1 becomes
 0.099991) and kept values are scaled by the inverse of the keep probability that results,
-so the output's expectation is the input's, as with torch's dropout. The backward pass
-keeps the mask as booleans (torch keeps a float mask: four times the memory). On other
-devices torch's fused dropout runs.
+so the output's expectation is the input's, as with torch's dropout. On other devices
+torch's fused dropout runs.
 """
 import torch
 import torch.nn.functional as F
@@ -16,27 +15,15 @@ from torch import nn
 _LEVELS = 1 << 16
 
 
-def keep_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
-    """Booleans of `shape`, each False with probability round(p · 65,536) / 65,536."""
+def keep_scale(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A mask of `shape`: 0 with probability d = round(p · 65,536) / 65,536, else 1 / (1 - d)."""
     n = shape.numel()
     bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-(2**63), None)
     lanes = bits.view(torch.int16)[:n].view(shape)
-    return lanes >= round(p * _LEVELS) - _LEVELS // 2
-
-
-class _Masked(torch.autograd.Function):
-    """x · keep · scale, with the mask `keep` saved as booleans."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, keep: torch.Tensor, scale: float) -> torch.Tensor:
-        ctx.save_for_backward(keep)
-        ctx.scale = scale
-        return x.mul(keep).mul_(scale)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (keep,) = ctx.saved_tensors
-        return grad.mul(keep).mul_(ctx.scale), None, None
+    dropped = round(p * _LEVELS)
+    # Written straight into the mask's dtype: a boolean mask first cost a conversion per use.
+    mask = torch.ge(lanes, dropped - _LEVELS // 2, out=torch.empty(shape, dtype=dtype, device=device))
+    return mask.mul_(_LEVELS / (_LEVELS - dropped))
 
 
 def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
@@ -45,8 +32,7 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
         return x
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training=True)
-    dropped = round(p * _LEVELS)
-    return _Masked.apply(x, keep_mask(x.shape, p, x.device), _LEVELS / (_LEVELS - dropped))
+    return x * keep_scale(x.shape, p, x.dtype, x.device)
 
 
 class Dropout(nn.Module):
