@@ -4,9 +4,9 @@ The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; th
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
 repeated until 1M tokens, batch 64. Prints RSS (now, its peak since the stream began — the
 pipeline's set-up is left out — and its peak within the last 100k tokens: VmHWM reset after
-each reading) every 100k tokens,
-with and without `drop_outputs`, and the growth after warm-up (from 300k tokens on: the
-tweets, then the first books). `--repeat N` streams only the first N tokens, over and
+each reading) every 100k tokens, with and without `drop_outputs`, and the growth after
+warm-up (from 300k tokens on: the tweets, then the first books), of the running peak and as
+the trend of the windows' peaks. `--repeat N` streams only the first N tokens, over and
 over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the books'
 order Moby-Dick's longer paragraphs come last).
 `python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
@@ -99,6 +99,15 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
     return {"series": series, "words_per_s": seen / (time.perf_counter() - start)}
 
 
+def trend(values) -> float:
+    """The least-squares line's change from the first value's position to the last, in % of
+    the mean: a running peak only rises, so it mixes the heaviest batch seen so far into
+    growth; a trend of the windows' peaks does not."""
+    x = np.arange(len(values), dtype=float)
+    slope = np.polyfit(x, np.asarray(values, dtype=float), 1)[0]
+    return 100 * slope * (len(values) - 1) / float(np.mean(values))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=1_000_000)
@@ -121,6 +130,10 @@ def main() -> None:
             warm = series[min(2, len(series) - 1)]
             print(f"{setting}: {name} (MB) every 100k tokens: {series}; growth after the first 300k: "
                   f"{100 * (series[-1] - warm) / warm:+.1f}%", flush=True)
+        windows = [row[3] for row in result["series"]][2:]
+        if len(windows) > 2:
+            print(f"{setting}: trend of the window peaks after the first 300k (least-squares line, "
+                  f"change over those {len(windows) - 1}00k tokens): {trend(windows):+.1f}%", flush=True)
         print(f"{setting}: {result['words_per_s']:,.0f} words/s", flush=True)
 
 
