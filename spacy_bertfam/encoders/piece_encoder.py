@@ -143,7 +143,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     if recompute:
         return_freed_memory()
     inputs = _torch_inputs(plan, layer_ids, shim.device, lm, recompute)
-    inputs.kwargs["autocast"] = shim.use_precision(contract.precision)
+    inputs.kwargs["autocast"] = shim.use_precision(contract.precision, bf16_weights=True)
     shim.use_compile(contract.torch_compile)
     outputs, backprop_torch = shim(inputs, is_train)
     outputs = list(outputs)

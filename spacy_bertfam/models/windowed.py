@@ -67,7 +67,7 @@ class WindowedEncoder(nn.Module):
             # No doc in the batch has a piece: every requested layer is empty.
             count = self.encoder.config.n_layers + 1 if layers is None else len(layers)
             param = next(self.encoder.parameters())
-            return [param.new_zeros((n_out, self.encoder.config.hidden_width))] * count
+            return [param.new_zeros((n_out, self.encoder.config.hidden_width), dtype=torch.float32)] * count
         recompute = recompute and torch.is_grad_enabled()
         result: List[torch.Tensor] = []
         first = 0  # the chunk's first position in `source`'s numbering

@@ -71,8 +71,8 @@ class EncoderComponent(TrainablePipe):
     sort_batches (int): in `nlp.pipe`, read up to this many batches ahead (and at most
         `READ_AHEAD_CALLS` × the encoder's `batch_pieces` tokens) and encode them sorted
         by length (less padding); 1 keeps the original batches.
-    precision (str): "fp32" (default), "bf16" (autocast to bfloat16 on CPU or GPU, for
-        inference and training), "fp16" (autocast to float16 with gradient scaling,
+    precision (str): "fp32" (default), "bf16" (bfloat16 on CPU or GPU: training under
+        autocast; prediction with a bfloat16 copy of the weights, or autocast for ELMo), "fp16" (autocast to float16 with gradient scaling,
         GPU only) or "int8" (prediction on a CPU with int8 linear layers,
         activations quantized per token). Stored with the pipeline; a setting given at load time wins.
     torch_compile (bool): predict with the encoder compiled by `torch.compile` (BERT and

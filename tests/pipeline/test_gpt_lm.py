@@ -180,3 +180,17 @@ def test_torch_compile_gives_the_eager_features(gpt_dir):
     for text in (TEXT, " ".join([TEXT] * 12)):  # one window, then several (the causal window rule)
         a, b = eager(text)._.bertfam["gpt_lm"].layers, compiled(text)._.bertfam["gpt_lm"].layers
         assert a.keys() == b.keys() and all(np.abs(a[k] - b[k]).max() < 1e-5 for k in a)
+
+
+def test_bf16_features_and_scores_are_close_to_fp32(gpt_dir):
+    # bf16 prediction runs a bfloat16 copy of the decoder; the LM scores read its top layer.
+    full = gpt_nlp(gpt_dir, component={"lm_scores": True})
+    half = gpt_nlp(gpt_dir, component={"lm_scores": True, "precision": "bf16"})
+    for text in (TEXT, " ".join([TEXT] * 12)):
+        a, b = full(text), half(text)
+        layers_a, layers_b = a._.bertfam["gpt_lm"].layers, b._.bertfam["gpt_lm"].layers
+        for k in layers_a:
+            assert layers_b[k].dtype == np.float32
+            error = np.linalg.norm(layers_a[k] - layers_b[k]) / np.linalg.norm(layers_a[k])
+            assert 0 < error < 0.03, (k, error)  # it ran in bf16, and stays within bf16's ~3 digits
+        assert b._.perplexity == pytest.approx(a._.perplexity, rel=0.02)
