@@ -329,8 +329,9 @@ class EncoderShim(PyTorchShim):
     def _predict_compiled(self, inputs):
         if self._compiled_model is None:
             # A new wrapper of the same class around the compiled encoder: nothing is copied,
-            # and the compiled module is kept out of the wrapper's state_dict.
-            self._compiled_model = type(self._model)(torch.compile(self._model.encoder, dynamic=True))
+            # and the compiled module is kept out of the wrapper's state_dict. Unpacked: the
+            # count of real positions would be one more dynamic size to compile for.
+            self._compiled_model = type(self._model)(torch.compile(self._model.encoder, dynamic=True), pack=False)
         self._model.eval()
         try:
             with torch.no_grad():

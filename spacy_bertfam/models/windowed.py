@@ -5,6 +5,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .layers.packing import Packing
+
 
 class WindowedEncoder(nn.Module):
     """Wraps an encoder so that windowing's scatter/average stays inside autograd.
@@ -28,11 +30,21 @@ class WindowedEncoder(nn.Module):
     the update, and read whole by gradient clipping. The CPU Adam step
     (`encoders.adam`) applies a sparse gradient exactly as the dense one it stands for;
     any other optimizer gets it densified.
+
+    Padding: a chunk's windows are padded to its longest, and with `pack` the encoder
+    runs its position-wise layers on the real positions only (`layers.packing`) where
+    more than `MIN_PADDING` of the chunk is padding (below that, scattering rows into
+    attention's padded layout costs about what it saves). Prediction, side by side:
+    WNUT-17 tweets (18% padding) ×1.10-1.14 in fp32 and bf16, prose (10%) ×1.03-1.04,
+    2,000-word documents (2%) ×1.01-1.03.
     """
 
-    def __init__(self, encoder: nn.Module):
+    MIN_PADDING = 0.05
+
+    def __init__(self, encoder: nn.Module, pack: bool = True):
         super().__init__()
         self.encoder = encoder
+        self.pack = pack
 
     def forward(
         self,
@@ -74,17 +86,21 @@ class WindowedEncoder(nn.Module):
         with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
             vectors = self.encoder.embed_pieces(ids, sparse=ids.device.type == "cpu") if torch.is_grad_enabled() else None
             for windows, length in chunks:
-                inputs = (ids[windows, :length], mask[windows, :length],
+                chunk_mask = mask[windows, :length]
+                packing = Packing.of(chunk_mask, self.MIN_PADDING) if self.pack else None
+                inputs = (ids[windows, :length], chunk_mask,
                           None if type_ids is None else type_ids[windows, :length],
                           None if vectors is None else vectors[windows, :length])
                 if recompute:
-                    chosen = checkpoint(self._chunk_layers, *inputs, layers, use_reentrant=False)
+                    chosen = checkpoint(self._chunk_layers, *inputs, layers, packing, use_reentrant=False)
                 else:
-                    chosen = self._chunk_layers(*inputs, layers)
+                    chosen = self._chunk_layers(*inputs, layers, packing)
                 # Added into the outputs chunk by chunk, so no call holds every chunk's layers at once.
                 end = first + len(windows) * length
                 rows = ((source >= first) & (source < end)).nonzero().squeeze(1)
                 at, scale = source[rows] - first, weight[rows, None]
+                if packing is not None:
+                    at = packing.index(at)
                 if not result:
                     result = [layer.new_zeros((n_out, layer.shape[-1])) for layer in chosen]
                 for out, layer in zip(result, chosen):
@@ -97,9 +113,13 @@ class WindowedEncoder(nn.Module):
         return result
 
     def _chunk_layers(self, ids: torch.Tensor, mask: torch.Tensor, type_ids: Optional[torch.Tensor],
-                      vectors: Optional[torch.Tensor], layers: Optional[Sequence[int]]) -> List[torch.Tensor]:
-        """The chosen layers of one chunk of windows, each flattened to (positions, W)."""
+                      vectors: Optional[torch.Tensor], layers: Optional[Sequence[int]],
+                      packing: Optional[Packing]) -> List[torch.Tensor]:
+        """The chosen layers of one chunk of windows, each flattened to (positions, W), or
+        (real positions, W) with `packing`."""
         extra = {} if type_ids is None else {"type_ids": type_ids}
+        if packing is not None:
+            extra["packing"] = packing
         out = self.encoder(ids, mask, piece_vectors=vectors, **extra)
         chosen = out.layers if layers is None else [out.layers[i] for i in layers]
         return [layer.reshape(-1, layer.shape[-1]).float() for layer in chosen]

@@ -29,9 +29,10 @@ class MockEncoder(nn.Module):
     def embed_pieces(self, ids, sparse=False):
         return torch.nn.functional.embedding(ids, self.table, sparse=sparse)
 
-    def forward(self, ids, mask, piece_vectors=None):
+    def forward(self, ids, mask, piece_vectors=None, packing=None):
         pieces = self.embed_pieces(ids) if piece_vectors is None else piece_vectors
-        return SimpleNamespace(layers=[pieces + self.offset[: ids.shape[1]][None]])
+        layer = pieces + self.offset[: ids.shape[1]][None]
+        return SimpleNamespace(layers=[layer if packing is None else packing.unpad(layer)])
 
 
 def _run(docs, *, window, stride, combine, batch_pieces=4096):

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..layers import TransformerBlock
+from ..layers import Packing, TransformerBlock
 from ..layers.dropout import Dropout
 from ..layers.init import init_normal
 from ..output import EncoderOutput
@@ -66,6 +66,7 @@ class BertEncoder(nn.Module):
         attention_mask: Optional[torch.Tensor] = None,
         type_ids: Optional[torch.Tensor] = None,
         piece_vectors: Optional[torch.Tensor] = None,
+        packing: Optional[Packing] = None,
     ) -> EncoderOutput:
         """Encode a batch.
 
@@ -74,6 +75,8 @@ class BertEncoder(nn.Module):
         type_ids: (B, T) segment ids; default all 0.
         piece_vectors: (B, T, width) `embed_pieces(piece_ids)`, when a caller that runs
             several batches in one backward pass looked them up once for all of them.
+        packing: the real positions of `attention_mask` (`Packing.of`): the blocks then
+            run on those rows alone, and the layers are (n, width) (see `EncoderOutput`).
         """
         B, T = piece_ids.shape
         if T > self.config.n_positions:
@@ -89,12 +92,14 @@ class BertEncoder(nn.Module):
             # (B, T) -> (B, 1, 1, T): every query may see every real key.
             attend = attention_mask.bool()[:, None, None, :]
         x = self.embeddings(piece_ids, type_ids, positions, piece_vectors)
+        if packing is not None:
+            x = packing.unpad(x)
         layers = [x]
         for block in self.layers:
-            x, _ = block(x, attend)
+            x, _ = block(x, attend, packing=packing)
             layers.append(x)
-        pooled = torch.tanh(self.pooler(x[:, 0]))
-        return EncoderOutput(layers=layers, pooled=pooled)
+        first = x[:, 0] if packing is None else x[packing.index(torch.arange(B, device=x.device) * T)]
+        return EncoderOutput(layers=layers, pooled=torch.tanh(self.pooler(first)), packing=packing)
 
     def embed_pieces(self, piece_ids: torch.Tensor, sparse: bool = False) -> torch.Tensor:
         """(B, T) ids -> (B, T, width) piece embeddings (before positions and segments);

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..layers import TransformerBlock
+from ..layers import Packing, TransformerBlock
 from ..layers.attention import KVCache
 from ..layers.dropout import Dropout
 from ..layers.init import init_normal
@@ -79,6 +79,7 @@ class GptDecoder(nn.Module):
         position_ids: Optional[torch.Tensor] = None,
         cache: Optional[List[KVCache]] = None,
         piece_vectors: Optional[torch.Tensor] = None,
+        packing: Optional[Packing] = None,
     ) -> DecoderOutput:
         """Decode a batch.
 
@@ -89,9 +90,13 @@ class GptDecoder(nn.Module):
         cache: per block (keys, values) of the T_past earlier pieces.
         piece_vectors: (B, T, width) `embed_pieces(piece_ids)`, when a caller that runs
             several batches in one backward pass looked them up once for all of them.
+        packing: the real positions of `attention_mask` (`Packing.of`), without a cache:
+            the blocks then run on those rows alone, and the layers are (n, width).
         """
         B, T = piece_ids.shape
         past = 0 if cache is None else cache[0].length
+        if packing is not None and cache is not None:
+            raise ValueError("packing is for whole sequences; incremental decoding with a cache takes padded batches")
         if past + T > self.config.n_positions:
             raise ValueError(
                 f"{past + T} pieces exceed the {self.config.n_positions} positions of this "
@@ -108,15 +113,17 @@ class GptDecoder(nn.Module):
         attend = keys | itself
         pieces = self.pieces(piece_ids) if piece_vectors is None else piece_vectors
         x = self.dropout(pieces + self.positions(position_ids))
+        if packing is not None:
+            x = packing.unpad(x)
         layers = [x]
         new_cache: List[KVCache] = []
         for i, block in enumerate(self.layers):
-            x, kv = block(x, attend, causal=True, cache=None if cache is None else cache[i])
+            x, kv = block(x, attend, causal=True, cache=None if cache is None else cache[i], packing=packing)
             new_cache.append(kv)
             layers.append(x)
         if self.final_norm is not None:
             layers[-1] = self.final_norm(layers[-1])
-        return DecoderOutput(layers=layers, cache=new_cache)
+        return DecoderOutput(layers=layers, cache=new_cache, packing=packing)
 
     def embed_pieces(self, piece_ids: torch.Tensor, sparse: bool = False) -> torch.Tensor:
         """(B, T) ids -> (B, T, width) piece embeddings (before positions); `sparse`: the

@@ -2,6 +2,7 @@
 from .activations import get_activation
 from .attention import SelfAttention
 from .feedforward import FeedForward
+from .packing import Packing
 from .transformer import TransformerBlock
 
-__all__ = ["get_activation", "SelfAttention", "FeedForward", "TransformerBlock"]
+__all__ = ["get_activation", "SelfAttention", "FeedForward", "Packing", "TransformerBlock"]

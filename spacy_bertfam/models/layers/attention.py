@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .dropout import dropout
+from .packing import Packing
 
 
 class KVCache:
@@ -85,19 +86,21 @@ class SelfAttention(nn.Module):
         *,
         causal: bool = False,
         cache: Optional[KVCache] = None,
+        packing: Optional[Packing] = None,
     ) -> Tuple[torch.Tensor, KVCache]:
-        """Attend over `x` of shape (B, T, W).
+        """Attend over `x` of shape (B, T, W), or (n, W) real positions of such a batch
+        with `packing` (the output has the shape of `x`).
 
         attend: boolean (B, 1, T_q or 1, T_kv); True means the key may be attended to.
         causal: add the left-to-right constraint (combined with `attend`).
         cache: keys and values of earlier positions (B, nh, T_past, hs) for
             incremental decoding; the updated cache is returned.
         """
-        B, T, W = x.shape
+        B, T, W = x.shape if packing is None else (packing.batch, packing.length, x.shape[-1])
         hs = W // self.n_heads
         # (B, T, W) -> (B, nh, T, hs)
         q, k, v = (
-            proj(x).view(B, T, self.n_heads, hs).transpose(1, 2)
+            (proj(x) if packing is None else packing.pad(proj(x))).view(B, T, self.n_heads, hs).transpose(1, 2)
             for proj in (self.query, self.key, self.value)
         )
         cache = KVCache(k, v) if cache is None else cache.extend(k, v)
@@ -115,7 +118,7 @@ class SelfAttention(nn.Module):
                 q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
             )
         y = y.transpose(1, 2).reshape(B, T, W)
-        return self.output(y), cache
+        return self.output(y if packing is None else packing.unpad(y)), cache
 
 
 def attend_with_dropout(

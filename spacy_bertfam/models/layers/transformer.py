@@ -7,6 +7,7 @@ from torch import nn
 from .attention import KVCache, SelfAttention
 from .dropout import Dropout
 from .feedforward import FeedForward
+from .packing import Packing
 
 
 class TransformerBlock(nn.Module):
@@ -52,12 +53,14 @@ class TransformerBlock(nn.Module):
         *,
         causal: bool = False,
         cache: Optional[KVCache] = None,
+        packing: Optional[Packing] = None,
     ) -> Tuple[torch.Tensor, KVCache]:
-        """x: (B, T, width) -> (B, T, width), plus the attention's key/value cache."""
+        """x: (B, T, width) -> (B, T, width), plus the attention's key/value cache; with
+        `packing`, x and the output are (n, width), the batch's real positions."""
         if self.pre_norm:
-            a, cache = self.attention(self.attention_norm(x), attend, causal=causal, cache=cache)
+            a, cache = self.attention(self.attention_norm(x), attend, causal=causal, cache=cache, packing=packing)
             x = x + self.dropout(a)
             return x + self.dropout(self.ffn(self.ffn_norm(x))), cache
-        a, cache = self.attention(x, attend, causal=causal, cache=cache)
+        a, cache = self.attention(x, attend, causal=causal, cache=cache, packing=packing)
         x = self.attention_norm(x + self.dropout(a))
         return self.ffn_norm(x + self.dropout(self.ffn(x))), cache
