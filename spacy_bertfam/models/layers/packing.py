@@ -15,6 +15,7 @@ class Packing(NamedTuple):
     """
 
     rows: torch.Tensor  # (n,) ascending indices into batch × length
+    padding: torch.Tensor  # the other indices
     batch: int
     length: int
 
@@ -26,12 +27,13 @@ class Packing(NamedTuple):
         rows = flat.nonzero().squeeze(1)
         if flat.numel() - rows.numel() <= min_padding * flat.numel():
             return None
-        return cls(rows, mask.shape[0], mask.shape[1])
+        return cls(rows, (~flat).nonzero().squeeze(1), mask.shape[0], mask.shape[1])
 
     def pad(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, C) rows -> (batch, length, C), zeros at the padding."""
-        padded = x.new_zeros((self.batch * self.length, x.shape[-1]))
-        return padded.index_copy(0, self.rows, x).view(self.batch, self.length, x.shape[-1])
+        """(n, C) rows -> (batch, length, C), zeros at the padding (only those rows are
+        zeroed: a fill of the whole array cost as much as the copy)."""
+        padded = x.new_empty((self.batch * self.length, x.shape[-1])).index_fill_(0, self.padding, 0)
+        return padded.index_copy_(0, self.rows, x).view(self.batch, self.length, x.shape[-1])
 
     def unpad(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, length, C) -> (n, C), the real rows."""
