@@ -45,7 +45,7 @@ DEFAULT_COMPONENT_CONFIG = {
     "user_hooks": True,
     "store_all_layers": False,
     "drop_outputs": False,
-    "sort_batches": 16,
+    "sort_batches": 64,
     "precision": "fp32",
     "torch_compile": False,
 }
@@ -92,7 +92,7 @@ class EncoderComponent(TrainablePipe):
         user_hooks: bool = True,
         store_all_layers: bool = False,
         drop_outputs: bool = False,
-        sort_batches: int = 16,
+        sort_batches: int = 64,
         precision: str = "fp32",
         torch_compile: bool = False,
     ):
