@@ -20,9 +20,11 @@ class Packing(NamedTuple):
     length: int
 
     @classmethod
-    def of(cls, mask: torch.Tensor, min_padding: float = 0.0) -> Optional["Packing"]:
+    def of(cls, mask: torch.Tensor, min_padding: float = 0.05) -> Optional["Packing"]:
         """The packing of a (batch, length) mask of real positions; None where at most
-        `min_padding` of the positions are padding (nothing worth skipping)."""
+        `min_padding` of the positions are padding: below about 5%, scattering rows into
+        attention's padded layout costs what it saves (bf16 prediction on 2,000-word
+        documents, 2% padding, ran ×0.92 packed without that bound)."""
         flat = mask.reshape(-1).bool()
         rows = flat.nonzero().squeeze(1)
         if flat.numel() - rows.numel() <= min_padding * flat.numel():
