@@ -4,8 +4,8 @@
 
 Documents of each length (in spaCy tokens) are cut from the running text of the books
 in assets/raw_text, about `--words` words per length. Pipelines:
-- bert: configs/ner.cfg (bert_encoder + ner) initialised from MiniLM-L6 (512-piece
-  windows, stride 384);
+- bert: configs/ner.cfg (bert_encoder + ner) initialised from MiniLM-L6 (128-piece
+  windows, stride 96);
 - gpt, gpt+lm: gpt_lm with the default CPU sizes of configs/ner_gpt.cfg (128-piece
   windows, stride 96) and GPT-2's BPE, random weights (speed does not depend on them),
   without and with `lm_scores`.
