@@ -267,7 +267,6 @@ class EncoderShim(PyTorchShim):
     """
 
     _scales_gradients = False
-    _runs_int8 = False
     _copy_dtype: Optional[torch.dtype] = None  # torch.int8 or torch.bfloat16: predict with such a copy
     _copied_model: Optional[nn.Module] = None
     _compiles = False
@@ -283,8 +282,7 @@ class EncoderShim(PyTorchShim):
         if precision == "int8" and self.device.type != "cpu":
             raise ValueError('precision "int8" (int8 linear layers) runs on a CPU only; '
                              'use "bf16" or "fp16" on a GPU')
-        self._runs_int8 = precision == "int8"
-        copy_dtype = torch.int8 if self._runs_int8 else torch.bfloat16 if precision == "bf16" and bf16_weights else None
+        copy_dtype = {"int8": torch.int8, "bf16": torch.bfloat16 if bf16_weights else None}.get(precision)
         if copy_dtype != self._copy_dtype:
             self._copy_dtype, self._copied_model = copy_dtype, None
         if precision == "fp16" and not self._scales_gradients:  # thinc scales and unscales gradients
@@ -310,7 +308,7 @@ class EncoderShim(PyTorchShim):
 
     def use_compile(self, torch_compile: bool) -> None:
         """Predict with the compiled encoder (see the class docstring) or not."""
-        if torch_compile and self._runs_int8:
+        if torch_compile and self._copy_dtype == torch.int8:
             raise ValueError('torch_compile does not apply to precision "int8" (an int8 copy of the encoder '
                              'runs then): use it with "fp32", "bf16" or "fp16", or set torch_compile = false')
         self._compiles = torch_compile
@@ -346,7 +344,7 @@ class EncoderShim(PyTorchShim):
             self._model.train()
 
     def begin_update(self, inputs):
-        if self._runs_int8:
+        if self._copy_dtype == torch.int8:
             raise ValueError('precision "int8" is for prediction only: train with "fp32" or "bf16", then set '
                              'precision = "int8" on the encoder component of the trained pipeline, e.g. '
                              'spacy.load(path, config={"components": {"<encoder>": {"precision": "int8"}}})')
