@@ -4,7 +4,8 @@ The pipeline is configs/ner.cfg (bert_encoder + ner) initialised from MiniLM; th
 is WNUT-17 (train + dev) followed by the books in assets/raw_text, cut into paragraphs,
 repeated until 1M tokens, batch 64. Prints RSS (now, its peak since the stream began — the
 pipeline's set-up is left out — and its peak within the last 100k tokens: VmHWM reset after
-each reading) every 100k tokens, with and without `drop_outputs`, and the growth after
+each reading, and glibc's blocks in use: live memory, without the freed blocks glibc keeps)
+every 100k tokens, with and without `drop_outputs`, and the growth after
 warm-up (from 300k tokens on: the tweets, then the first books), of the running peak and as
 the trend of the windows' peaks. `--repeat N` streams only the first N tokens, over and
 over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the books'
@@ -13,9 +14,11 @@ order Moby-Dick's longer paragraphs come last).
 keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 1 MiB
 (processes.return_freed_memory) from the start; each prints its words/s too. Each setting
 runs in its own process, which inherits the environment: e.g. `MALLOC_MMAP_THRESHOLD_=4194304`
-to measure glibc with a fixed 4 MiB mmap threshold.
+to measure glibc with a fixed 4 MiB mmap threshold, or
+`LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2` to measure jemalloc.
 """
 import argparse
+import ctypes
 import json
 import os
 import random
@@ -24,6 +27,7 @@ import sys
 import time
 from itertools import cycle
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -34,6 +38,25 @@ def rss_mb(field: str = "VmRSS") -> float:
     """The process's resident memory now (VmRSS) or its peak so far (VmHWM), in MB."""
     with open(f"/proc/{os.getpid()}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+
+def glibc_in_use_mb() -> Optional[float]:
+    """What glibc's allocator has handed out and not had back (heap blocks in use plus mmapped
+    blocks), in MB: live memory, without the freed blocks glibc keeps. None under another
+    allocator (e.g. jemalloc preloaded), whose mallinfo2 would read zeros."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return None
+    used = info.uordblks + info.hblkhd
+    return used / 2**20 if used else None
 
 
 def restart_peak() -> None:
@@ -93,7 +116,8 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
         if seen >= mark:
             window = rss_mb("VmHWM")
             peak = max(peak, window)
-            series.append((mark, round(rss_mb()), round(peak), round(window)))
+            in_use = glibc_in_use_mb()
+            series.append((mark, round(rss_mb()), round(peak), round(window), in_use and round(in_use)))
             restart_peak()
             mark += 100_000
     return {"series": series, "words_per_s": seen / (time.perf_counter() - start)}
@@ -125,8 +149,11 @@ def main() -> None:
                               "--child", setting] + ["--shuffle"] * args.shuffle,
                              capture_output=True, text=True, check=True).stdout
         result = json.loads(out.strip().splitlines()[-1])
-        for column, name in ((1, "RSS"), (2, "peak RSS"), (3, "peak RSS of each 100k-token window")):
+        for column, name in ((1, "RSS"), (2, "peak RSS"), (3, "peak RSS of each 100k-token window"),
+                             (4, "glibc's blocks in use")):
             series = [row[column] for row in result["series"]]
+            if None in series:  # another allocator
+                continue
             warm = series[min(2, len(series) - 1)]
             print(f"{setting}: {name} (MB) every 100k tokens: {series}; growth after the first 300k: "
                   f"{100 * (series[-1] - warm) / warm:+.1f}%", flush=True)

@@ -32,6 +32,7 @@ from torch import nn
 from ..models.quantize import int8_copy
 from ..tokenization import PieceTokenizer
 from . import adam
+from .cpu_support import warn_if_emulated
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
 _DOC_ENCODING_TAG = "__spacy_bertfam.DocEncoding__"
@@ -282,6 +283,8 @@ class EncoderShim(PyTorchShim):
         if precision == "int8" and self.device.type != "cpu":
             raise ValueError('precision "int8" (int8 linear layers) runs on a CPU only; '
                              'use "bf16" or "fp16" on a GPU')
+        if self.device.type == "cpu":
+            warn_if_emulated(precision)
         copy_dtype = {"int8": torch.int8, "bf16": torch.bfloat16 if bf16_weights else None}.get(precision)
         if copy_dtype != self._copy_dtype:
             self._copy_dtype, self._copied_model = copy_dtype, None

@@ -153,3 +153,35 @@ def test_elmo_refuses_compile_and_int8_and_int8_refuses_compile(hf_bert_dir):
     nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
     with pytest.raises(ValueError, match='torch_compile does not apply to precision "int8"'):
         nlp("the cat")
+
+
+@pytest.mark.parametrize("precision,present,warns", [
+    ("bf16", {}, True), ("int8", {}, True), ("fp32", {}, False),
+    ("bf16", {"avx512_bf16": True}, False), ("int8", {"avx_vnni": True}, False), ("int8", {"avx512_bf16": True}, True),
+])
+def test_reduced_precision_on_a_cpu_that_emulates_it_warns(hf_bert_dir, monkeypatch, precision, present, warns):
+    """An AVX2-only CPU runs bf16 and int8 products 10-50x slower than fp32: the user is told,
+    with what to set instead; the setting itself is kept."""
+    import warnings
+
+    import torch
+
+    from spacy_bertfam.encoders import cpu_support
+
+    features = {"architecture": "x86_64", "cpu_name": "Test CPU", "avx2": True, **present}
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: features)
+    cpu_support.emulated_on_cpu.cache_clear()
+    monkeypatch.setattr(cpu_support, "emulated_on_cpu", cpu_support.emulated_on_cpu.__wrapped__)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"precision": precision, "model": TINY_ENCODER})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = nlp("the cat sat")
+    slow = [w for w in caught if issubclass(w.category, cpu_support.SlowPrecisionWarning)]
+    assert len(doc.tensor) == 3 and nlp.get_pipe("bert_encoder").contract.precision == precision
+    if warns:
+        assert slow and f'precision "{precision}"' in str(slow[0].message) and "Test CPU" in str(slow[0].message)
+        assert 'precision = "fp32"' in str(slow[0].message)
+    else:
+        assert not slow
