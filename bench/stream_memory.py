@@ -45,16 +45,26 @@ class _MallInfo2(ctypes.Structure):
                 "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
 
 
+def _mallinfo2():
+    """glibc's mallinfo2, or None where there is no glibc 2.33+."""
+    try:
+        function = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    function.restype = _MallInfo2
+    return function
+
+
+_MALLINFO2 = _mallinfo2()
+
+
 def glibc_in_use_mb() -> Optional[float]:
     """What glibc's allocator has handed out and not had back (heap blocks in use plus mmapped
     blocks), in MB: live memory, without the freed blocks glibc keeps. None under another
     allocator (e.g. jemalloc preloaded), whose mallinfo2 would read zeros."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = _MallInfo2
-        info = libc.mallinfo2()
-    except (OSError, AttributeError):
+    if _MALLINFO2 is None:
         return None
+    info = _MALLINFO2()
     used = info.uordblks + info.hblkhd
     return used / 2**20 if used else None
 

@@ -38,11 +38,15 @@ def emulated_on_cpu(precision: str) -> bool:
     return not any(features.get(name) for name in wanted)
 
 
+_WARNED = set()  # precisions already warned about in this process
+
+
 def warn_if_emulated(precision: str) -> None:
-    """Warn (once per precision and process: Python's default warning filter) when `precision`
-    runs emulated on this CPU."""
-    if not emulated_on_cpu(precision):
+    """Warn, once per precision and process, when `precision` runs emulated on this CPU (called
+    at every forward pass: after the first call, a set lookup)."""
+    if precision in _WARNED or not emulated_on_cpu(precision):
         return
+    _WARNED.add(precision)
     needs = " or ".join(name.upper().replace("_", "-") for name in FAST_WITH[precision])
     warnings.warn(
         f'precision "{precision}": this CPU ({torch.cpu.get_capabilities().get("cpu_name", "?")}) '

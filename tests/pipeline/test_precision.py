@@ -170,8 +170,8 @@ def test_reduced_precision_on_a_cpu_that_emulates_it_warns(hf_bert_dir, monkeypa
 
     features = {"architecture": "x86_64", "cpu_name": "Test CPU", "avx2": True, **present}
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: features)
-    cpu_support.emulated_on_cpu.cache_clear()
     monkeypatch.setattr(cpu_support, "emulated_on_cpu", cpu_support.emulated_on_cpu.__wrapped__)
+    monkeypatch.setattr(cpu_support, "_WARNED", set())
     nlp = spacy.blank("en")
     nlp.add_pipe("bert_encoder", config={"precision": precision, "model": TINY_ENCODER})
     nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
