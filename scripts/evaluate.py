@@ -1,11 +1,15 @@
-"""Score one trained pipeline on the workflow's dev sets: `metrics/<name>.json` for the report.
+"""Score the workflow's trained pipelines on its dev sets: `metrics/<run>.json` for the report.
 
-Each task the pipeline has is scored on its own dev set (ner: WNUT-17, textcat: Banking77,
-span_qa: SQuAD) with `nlp.evaluate`, which also times it (words/s); the file adds what the
-report needs beside the scores: family, setup, parameter count and the pretraining budget.
+`python scripts/evaluate.py configs/runs.yml` scores every run the file lists (or those named
+with --only), one after another in this one process: a process per run spent most of its time
+starting torch. Each task a pipeline has is scored on its own dev set (ner: WNUT-17, textcat:
+Banking77, span_qa: SQuAD) with `nlp.evaluate`, which also times it (words/s); the file adds
+what the report needs beside the scores: family, setup, parameter count and the pretraining
+budget.
 """
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -63,24 +67,30 @@ def evaluate(model: str, dev: Dict[str, str], limit: int) -> Dict[str, Dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("model")
-    parser.add_argument("output")
-    parser.add_argument("--family", required=True, choices=["bert", "elmo", "gpt"])
-    parser.add_argument("--setup", required=True, help="e.g. 'fine-tuned', 'feature-based', 'joint'")
-    parser.add_argument("--pretraining", help="the bertfam-pretrain output folder the encoder started from")
-    parser.add_argument("--start", default="", help="what the pretraining started from, e.g. all-MiniLM-L6-v2")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", help="YAML: run name -> family, setup, pretraining, start (configs/runs.yml)")
+    parser.add_argument("--only", nargs="+", metavar="RUN", help="score only these runs of the file")
+    parser.add_argument("--training", default="training", help="where training/<run>/model-last are")
+    parser.add_argument("--metrics", default="metrics", help="where metrics/<run>.json are written")
     parser.add_argument("--ner", default="corpus/dev/ner.spacy")
     parser.add_argument("--textcat", default="corpus/dev/textcat.spacy")
     parser.add_argument("--qa", default="corpus/dev/qa.spacy")
     parser.add_argument("--limit", type=int, default=0, help="score only the first N examples (0: all)")
     args = parser.parse_args()
-    result = evaluate(args.model, {"ner": args.ner, "textcat": args.textcat, "qa": args.qa}, args.limit)
-    result.update(model=args.model, family=args.family, setup=args.setup, start=args.start,
-                  pretraining=pretraining(args.pretraining))
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(args.output, result)
-    print(args.output, json.dumps(result["scores"]))
+    runs = srsly.read_yaml(args.runs)
+    unknown = sorted(set(args.only or ()) - set(runs))
+    if unknown:
+        sys.exit(f"--only names runs that {args.runs} does not list: {unknown}; it has {sorted(runs)}")
+    for name in args.only or runs:
+        run = runs[name]
+        model = Path(args.training) / name / "model-last"
+        result = evaluate(str(model), {"ner": args.ner, "textcat": args.textcat, "qa": args.qa}, args.limit)
+        result.update(model=model.as_posix(), family=run["family"], setup=run["setup"], start=run.get("start", ""),
+                      pretraining=pretraining(run.get("pretraining")))
+        output = Path(args.metrics) / f"{name}.json"
+        output.parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(output, result)
+        print(output, json.dumps(result["scores"]), flush=True)
 
 
 if __name__ == "__main__":
