@@ -1,6 +1,7 @@
 """How far int8 prediction strays from fp32, and whether it depends on batch mates.
 
     .venv/bin/python bench/int8_agreement.py PIPELINE [PIPELINE ...] [--dev corpus/dev/ner.spacy]
+        [--outlier-channels N]   # input channels per layer kept in fp32 (0: none, as before them)
 
 For each trained NER pipeline (bert_encoder + ner): WNUT-17 dev F1 in fp32 and int8, the
 share of fp32's entities that int8 predicts too, and for each precision the share of docs
@@ -14,6 +15,8 @@ import spacy
 import torch
 from spacy.tokens import DocBin
 from spacy.training import Example
+
+from spacy_bertfam.models import quantize
 
 ROOT = Path(__file__).resolve().parents[1]
 Entities = List[Set[Tuple[int, int, str]]]
@@ -44,8 +47,10 @@ def main() -> None:
     parser.add_argument("pipelines", nargs="+", type=Path)
     parser.add_argument("--dev", type=Path, default=ROOT / "corpus" / "dev" / "ner.spacy")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--outlier-channels", type=int, default=quantize.OUTLIER_CHANNELS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    quantize.OUTLIER_CHANNELS = args.outlier_channels
     for path in args.pipelines:
         measure(path, args.dev)
 

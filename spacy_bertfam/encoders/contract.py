@@ -322,7 +322,8 @@ class EncoderShim(PyTorchShim):
         if self._copy_dtype is None:
             return super().predict(inputs)
         if self._copied_model is None:
-            self._copied_model = (int8_copy(self._model) if self._copy_dtype == torch.int8
+            self._copied_model = (int8_copy(self._model, calibrate=getattr(type(self._model), "calibration_pass", None))
+                                  if self._copy_dtype == torch.int8
                                   else copy.deepcopy(self._model).eval().to(self._copy_dtype))
         with torch.no_grad():  # the copy is in its precision throughout: no autocast
             return self._copied_model(*inputs.args, **{**inputs.kwargs, "autocast": None})

@@ -43,6 +43,17 @@ class WindowedEncoder(nn.Module):
         self.encoder = encoder
         self.pack = pack
 
+    def calibration_pass(self, n_sequences: int = 8, length: int = 64, seed: int = 0) -> None:
+        """Run the encoder on fixed random pieces, for `quantize.int8_copy` to find each layer's
+        outlier channels: no user data, and the same pieces in every process. The first 1,000
+        ids of a large vocabulary are left out (BERT's special and unused pieces)."""
+        config = self.encoder.config
+        low = 1000 if config.n_pieces > 10_000 else 0
+        generator = torch.Generator().manual_seed(seed)
+        ids = torch.randint(low, config.n_pieces, (n_sequences, min(length, config.n_positions)), generator=generator)
+        device = next(self.encoder.parameters()).device
+        self.encoder(ids.to(device), torch.ones(ids.shape, dtype=torch.bool, device=device))
+
     def forward(
         self,
         ids: torch.Tensor,
