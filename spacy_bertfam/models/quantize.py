@@ -70,13 +70,14 @@ def _quantize_rows(x: torch.Tensor, outliers: Optional[torch.Tensor] = None) -> 
     kept = None
     if outliers is not None:
         # Set to 0 (their weights are 0 in the int8 product); rows of normed activations straddle
-        # 0, so this leaves the range to the other channels.
-        kept, rows = rows[:, outliers], rows.index_fill(1, outliers, 0.0)
+        # 0, so this leaves the range to the other channels. The copy is ours to work in below.
+        kept, rows = rows.index_select(1, outliers), rows.index_fill(1, outliers, 0.0)
     low, high = torch.aminmax(rows, dim=-1, keepdim=True)
     # 254.5 steps, not 255: values then end at 126.5, which float error cannot round past 127.
     step = (high - low).clamp_min_(1e-12).div_(254.5)
     # (x - min) / step is exact enough however far the row lies from 0; x - z would not be.
-    values = rows.sub(low).div_(step).sub_(128).round_().to(torch.int8)
+    shifted = rows.sub_(low) if kept is not None else rows.sub(low)
+    values = shifted.div_(step).sub_(128).round_().to(torch.int8)
     return QuantizedRows(values, step, low.add_(step, alpha=128), kept)
 
 
