@@ -38,12 +38,12 @@ OUTLIER_CHANNELS = 8
 
 class QuantizedRows(NamedTuple):
     """Rows x ≈ step·values + zero, values in [-128, 127] (zero = min + 128·step), but for
-    the outlier channels: their values, in fp32, are `outliers` (None without them)."""
+    the outlier channels, kept in fp32. `factors` is [zero, 1, outlier values] per row: what
+    `Int8Linear.correction` multiplies."""
 
     values: torch.Tensor
     step: torch.Tensor
-    zero: torch.Tensor
-    outliers: Optional[torch.Tensor] = None
+    factors: torch.Tensor
 
 
 class RowQuantizer:
@@ -78,7 +78,9 @@ def _quantize_rows(x: torch.Tensor, outliers: Optional[torch.Tensor] = None) -> 
     # (x - min) / step is exact enough however far the row lies from 0; x - z would not be.
     shifted = rows.sub_(low) if kept is not None else rows.sub(low)
     values = shifted.div_(step).sub_(128).round_().to(torch.int8)
-    return QuantizedRows(values, step, low.add_(step, alpha=128), kept)
+    zero = low.add_(step, alpha=128)
+    factors = [zero, torch.ones_like(zero)] + ([] if kept is None else [kept])
+    return QuantizedRows(values, step, torch.cat(factors, dim=1))
 
 
 class Int8Linear(nn.Module):
@@ -107,15 +109,14 @@ class Int8Linear(nn.Module):
         self.register_buffer("weight", quantized.to(torch.int8))
         self.register_buffer("scale", scale)
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
-        rows = [quantized.sum(dim=1) * scale, self.bias, outlier_weight]  # · [z, 1, x_outliers]
-        self.register_buffer("correction", torch.cat([r.reshape(-1, self.out_features) for r in rows if r is not None]))
+        bias = torch.zeros(self.out_features) if self.bias is None else self.bias
+        rows = [quantized.sum(dim=1) * scale, bias] + ([] if outlier_weight is None else [outlier_weight])
+        self.register_buffer("correction", torch.cat([r.reshape(-1, self.out_features) for r in rows]))  # · factors
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = self.quantizer(x)
         out = torch._int_mm(rows.values, self.weight.t()).to(torch.float32)
-        out.mul_(rows.step).mul_(self.scale)
-        factors = [rows.zero, None if self.bias is None else rows.zero.new_ones(rows.zero.shape), rows.outliers]
-        out.addmm_(torch.cat([f for f in factors if f is not None], dim=1), self.correction)
+        out.mul_(rows.step).mul_(self.scale).addmm_(rows.factors, self.correction)
         return out.reshape(*x.shape[:-1], self.out_features)
 
 
