@@ -15,6 +15,10 @@ the always-null baseline.
     .venv/bin/python bench/qa_reference.py --steps 300 --lr 3e-4
     .venv/bin/python bench/qa_reference.py --data ../shared/data/qa/squad-v2.0-dev-part-a.json \
         --train-articles 0:24 --dev-articles 24:28 --steps 200 --lr 3e-4
+    # SQuAD 2.0 with v1.1 questions of other articles added to the training set (bench/results/qa.md)
+    .venv/bin/python bench/qa_reference.py --data ../shared/data/qa/squad-v2.0-dev-part-a.json \
+        --train-articles 0:24 --dev-articles 24:28 --steps 845 --lr 3e-4 \
+        --extra-train ../shared/data/qa/squad-v1.1-dev-train-part.json:2:4 ...
 """
 import argparse
 import json
@@ -116,6 +120,8 @@ def main():
                         help="SQuAD v1.1 or v2.0 JSON")
     parser.add_argument("--train-articles", default="0:36")
     parser.add_argument("--dev-articles", default="38:41")
+    parser.add_argument("--extra-train", action="append", default=[], metavar="JSON:START:END",
+                        help="also train on these articles of another SQuAD file (repeatable)")
     parser.add_argument("--save", type=Path, help="save the trained model and tokenizer here")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
@@ -126,6 +132,9 @@ def main():
     model = BertForQuestionAnswering.from_pretrained(path)
     train, dev = questions(args.data, args.train_articles), questions(args.data, args.dev_articles)
     dev = dev[: args.dev_questions or None]
+    for extra in args.extra_train:
+        path, start, end = extra.rsplit(":", 2)
+        train += questions(Path(path), f"{start}:{end}")
     random.shuffle(train)
     decay = [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n]
     rest = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
@@ -155,6 +164,7 @@ def main():
     guesses, margins = predict(model, tok, dev)
     predict_s = time.time() - start
     result = {"system": "hf_bert_for_qa", "data": args.data.name, "train_articles": args.train_articles,
+              "extra_train": args.extra_train, "train_questions": len(train),
               "dev_articles": args.dev_articles, "steps": args.steps, "lr": args.lr, "seed": args.seed,
               "train_seconds": round(train_s), "dev_questions": len(dev),
               "questions_per_second": round(len(dev) / predict_s, 1)}
