@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers import BertForQuestionAnswering, BertTokenizerFast, get_linear_schedule_with_warmup  # noqa: E402
 
-from spacy_bertfam.pipeline.qa_scoring import _best_scores, best_null_threshold  # noqa: E402
+from spacy_bertfam.pipeline.qa_scoring import _best_scores, answerable_auc, best_null_threshold  # noqa: E402
 from spacy_bertfam.pretrained import pretrained_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,16 +96,17 @@ def predict(model, tok, items, batch=32):
     return [text for _, text in best], [float(score) - n for (score, _), n in zip(best, null)]
 
 
-def scores(guesses, dev):
+def scores(guesses, margins, dev):
     """SQuAD exact/F1 (v2.0: an empty guess is right for an unanswerable question), with the
-    HasAns/NoAns split when the data has unanswerable questions."""
+    HasAns/NoAns split and the margins' answerability AUC when the data has unanswerable questions."""
     rows = [_best_scores(g, [a["text"] for a in answers] or [""]) for g, (_, _, answers) in zip(guesses, dev)]
     exact, f1 = (np.asarray(c) for c in zip(*rows))
     has = np.asarray([bool(answers) for _, _, answers in dev])
     out = {"qa_exact": float(exact.mean()), "qa_f1": float(f1.mean())}
     if not has.all():
         out.update(qa_hasans_exact=float(exact[has].mean()), qa_hasans_f1=float(f1[has].mean()),
-                   qa_noans_accuracy=float(exact[~has].mean()), always_null_f1=float((~has).mean()))
+                   qa_noans_accuracy=float(exact[~has].mean()), always_null_f1=float((~has).mean()),
+                   qa_answerable_auc=answerable_auc(margins, has))
     return out
 
 
@@ -173,7 +174,7 @@ def main():
                                       for m, g, (_, _, answers) in zip(margins, guesses, dev)])
         guesses = [g if m > tau else "" for g, m in zip(guesses, margins)]
         result["null_threshold"] = tau
-    result.update(scores(guesses, dev))
+    result.update(scores(guesses, margins, dev))
     print(json.dumps(result))
     RESULTS.mkdir(exist_ok=True)
     with (RESULTS / "qa_reference.jsonl").open("a") as f:

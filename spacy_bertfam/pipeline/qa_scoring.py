@@ -29,14 +29,17 @@ def make_span_qa_scorer(spans_key: str = ANSWER_KEY) -> Callable:
 def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -> Dict[str, Optional[float]]:
     """SQuAD's exact match and token F1, each the best over a question's gold answers (an
     unanswerable question scores 1 only when no answer is given). With unanswerable questions
-    in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy. Examples
-    without a question (ordinary Docs of a corpus that mixes tasks) are not scored."""
-    rows = []
+    in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy, and
+    qa_answerable_auc (see `answerable_auc`; from the answer groups' "margin" attrs, when every
+    prediction has one). Examples without a question (ordinary Docs of a corpus that mixes
+    tasks) are not scored."""
+    rows, margins = [], []
     for eg in examples:
         if not first_segment_end(eg.predicted):
             continue
         predicted = eg.predicted.spans.get(spans_key) if eg.predicted.spans else None
         guess = predicted[0].text if predicted else ""
+        margins.append(predicted.attrs.get("margin") if predicted is not None else None)
         golds = answer_texts(eg.reference)
         rows.append((bool(golds), *_best_scores(guess, golds or [""])))
     if not rows:
@@ -47,7 +50,33 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
         scores["qa_hasans_exact"] = float(exact[has].mean()) if has.any() else None
         scores["qa_hasans_f1"] = float(f1[has].mean()) if has.any() else None
         scores["qa_noans_accuracy"] = float(exact[~has].mean())
+        if None not in margins:
+            scores["qa_answerable_auc"] = answerable_auc(margins, has)
     return scores
+
+
+def answerable_auc(margins: Sequence[float], answerable: Sequence[bool]) -> Optional[float]:
+    """ROC AUC of the answer-vs-"no answer" margins as a test of answerability: the chance
+    that an answerable question gets a higher margin than an unanswerable one (ties count
+    half). Unlike F1 at a tuned tau it does not depend on the threshold: 0.5 means the model
+    has not learned to tell the two apart, whatever tau does. None without both kinds."""
+    margins, answerable = np.asarray(margins, dtype=np.float64), np.asarray(answerable, dtype=bool)
+    n_pos, n_neg = int(answerable.sum()), int((~answerable).sum())
+    if not n_pos or not n_neg:
+        return None
+    ranks = _average_ranks(margins)
+    return float((ranks[answerable].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, tied values sharing their mean rank (as the Mann-Whitney U test wants)."""
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)
+    return ranks
 
 
 def best_null_threshold(rows: Sequence[Tuple[float, str, Sequence[str]]]) -> Tuple[float, float]:

@@ -16,7 +16,7 @@ from spacy_bertfam import ask, make_qa_doc
 from spacy_bertfam.__main__ import main
 from spacy_bertfam.corpora.squad import qa_corpus, read_squad
 from spacy_bertfam.encoders import torch_encoder
-from spacy_bertfam.pipeline.qa_scoring import score_answers
+from spacy_bertfam.pipeline.qa_scoring import answerable_auc, score_answers
 from spacy_bertfam.pipeline.span_qa import _classifier_loss
 from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
@@ -307,6 +307,33 @@ def test_scores_split_answerable_and_unanswerable():
 
     scores = score_answers([example(True, True), example(False, True), example(False, False), example(True, False)])
     assert scores["qa_hasans_exact"] == 0.5 and scores["qa_noans_accuracy"] == 0.5 and scores["qa_exact"] == 0.5
+    assert "qa_answerable_auc" not in scores  # these predictions carry no margins
+
+
+def test_answerable_auc_counts_ordered_pairs():
+    rng = np.random.default_rng(0)
+    margins = np.round(rng.normal(size=60), 1)  # rounded: ties between the two kinds occur
+    answerable = rng.random(60) < 0.5
+    pairs = [(a > b) + 0.5 * (a == b) for a in margins[answerable] for b in margins[~answerable]]
+    assert answerable_auc(margins, answerable) == pytest.approx(np.mean(pairs))
+    assert answerable_auc([3.0, 2.0, 1.0], [True, True, False]) == 1.0
+    assert answerable_auc([1.0, 2.0], [True, False]) == 0.0
+    assert answerable_auc([1.0, 2.0], [True, True]) is None
+
+
+def test_scores_report_answerable_auc_from_the_margins():
+    nlp = spacy.blank("en")
+
+    def example(margin, gold):
+        predicted, reference = make_qa_doc(nlp, "q ?", "the cat sat"), make_qa_doc(nlp, "q ?", "the cat sat")
+        predicted.spans["answer"] = [predicted[3:4]] if margin > 0 else []
+        predicted.spans["answer"].attrs["margin"] = margin
+        reference.spans["answer"] = [reference[3:4]] if gold else []
+        return Example(predicted, reference)
+
+    # answerable margins 2, -1; unanswerable 1, -3: 3 of the 4 pairs are ordered rightly
+    scores = score_answers([example(2.0, True), example(-1.0, True), example(1.0, False), example(-3.0, False)])
+    assert scores["qa_answerable_auc"] == pytest.approx(0.75)
 
 
 def test_scores_are_squads_exact_and_f1():
