@@ -134,8 +134,8 @@ def main():
     train, dev = questions(args.data, args.train_articles), questions(args.data, args.dev_articles)
     dev = dev[: args.dev_questions or None]
     for extra in args.extra_train:
-        path, start, end = extra.rsplit(":", 2)
-        train += questions(Path(path), f"{start}:{end}")
+        extra_path, start, end = extra.rsplit(":", 2)
+        train += questions(Path(extra_path), f"{start}:{end}")
     random.shuffle(train)
     decay = [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n]
     rest = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
