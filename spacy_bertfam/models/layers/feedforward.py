@@ -18,7 +18,12 @@ class FeedForward(nn.Module):
         self.up = nn.Linear(width, inner_width)
         self.down = nn.Linear(inner_width, width)
         self.activation = get_activation(activation)
+        self.activation_in_place = get_activation(activation, in_place=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: (B, T, width) -> (B, T, width)."""
-        return self.down(self.activation(self.up(x)))
+        """x: (B, T, width) -> (B, T, width). Without autograd the activation overwrites the
+        hidden state (its backward would need the input)."""
+        hidden = self.up(x)
+        if torch.is_grad_enabled():
+            return self.down(self.activation(hidden))
+        return self.down(self.activation_in_place(hidden))
