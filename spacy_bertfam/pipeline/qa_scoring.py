@@ -61,22 +61,12 @@ def answerable_auc(margins: Sequence[float], answerable: Sequence[bool]) -> Opti
     half). Unlike F1 at a tuned tau it does not depend on the threshold: 0.5 means the model
     has not learned to tell the two apart, whatever tau does. None without both kinds."""
     margins, answerable = np.asarray(margins, dtype=np.float64), np.asarray(answerable, dtype=bool)
-    n_pos, n_neg = int(answerable.sum()), int((~answerable).sum())
-    if not n_pos or not n_neg:
+    positive, negative = margins[answerable], np.sort(margins[~answerable])
+    if not len(positive) or not len(negative):
         return None
-    ranks = _average_ranks(margins)
-    return float((ranks[answerable].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, tied values sharing their mean rank (as the Mann-Whitney U test wants)."""
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    ranks = np.empty(len(values), dtype=np.float64)
-    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)
-    return ranks
+    below = np.searchsorted(negative, positive, side="left")  # per answerable: unanswerable below it
+    tied = np.searchsorted(negative, positive, side="right") - below
+    return float((below + 0.5 * tied).sum() / (len(positive) * len(negative)))
 
 
 def best_null_threshold(rows: Sequence[Tuple[float, str, Sequence[str]]]) -> Tuple[float, float]:
