@@ -8,7 +8,11 @@ and a row's range is then set by them: those channels stay in fp32 (`OUTLIER_CHA
 of them, found by `int8_copy`'s calibration pass on fixed random pieces, so every process
 finds the same ones), which took the error of MiniLM's last four layers on 300 WNUT-17
 tweets from 3.1% to 1.7%, and raised the entities two trained WNUT-17 NER pipelines share
-with fp32 from 98.4% / 98.7% to 99.0% / 99.2%. No user data is needed, and a token's output
+with fp32 from 98.4% / 98.7% to 99.0% / 99.2%. The other channels still differ in scale
+(MiniLM, in the calibration pass: largest |values| from 0.15 to 3.1, up to 12-fold within a
+layer): each is divided by a smoothing factor before quantizing and its weight column
+multiplied by it (SmoothQuant, Xiao et al. 2023), from the same pass, which raised the entities
+four trained pipelines share with fp32 from 98.3-99.6% to 99.2-99.7%. No user data is needed, and a token's output
 depends on that token alone (up to the last bits of fp32 products, as in fp32). torch's
 `quantize_dynamic` (fbgemm), used before, is faster but takes one 7-bit activation scale per
 batch: a doc's entities changed with its batch mates, and only 91-94% of the entities of
@@ -35,6 +39,15 @@ SHARED_INPUT = ("query", "key", "value")
 # is highest (the error of MiniLM's top four layers: 0 channels 3.07%, 4 1.79%, 8 1.68%).
 OUTLIER_CHANNELS = 8
 
+# SmoothQuant's migration strength α: each layer's input channel j is divided by
+# s_j = max|x_j|^α / max|W_j|^(1-α) (largest |value| in the calibration pass, and in the weight
+# column) before quantizing, and its weight column multiplied by it, which moves part of the
+# channels' spread in scale from the activations (quantized per token) to the weights (per
+# output row). doc.tensor of 300 WNUT-17 tweets against fp32: α 0 1.25%, 0.3 1.21%, 0.5 1.20%,
+# 0.7 1.30%; entities shared with fp32 by four trained NER pipelines: 98.3-99.6% at 0,
+# 99.2-99.7% at 0.5 (bench/results/int8_agreement.md).
+SMOOTHING = 0.5
+
 
 class QuantizedRows(NamedTuple):
     """Rows x ≈ step·values + zero, values in [-128, 127] (zero = min + 128·step), but for
@@ -48,36 +61,43 @@ class QuantizedRows(NamedTuple):
 
 class RowQuantizer:
     """Quantizes each row over its own [min, max], the `outliers` channels left out (kept in
-    fp32). Shared by `readers` linear layers, it keeps a quantized input until each of them
-    has read it (or another input comes)."""
+    fp32) and the others divided by their `smoothing` factors. Shared by `readers` linear
+    layers, it keeps a quantized input until each of them has read it (or another input comes)."""
 
-    def __init__(self, readers: int = 1, outliers: Optional[torch.Tensor] = None):
+    def __init__(self, readers: int = 1, outliers: Optional[torch.Tensor] = None,
+                 smoothing: Optional[torch.Tensor] = None):
+        if outliers is not None and smoothing is None:
+            raise ValueError("RowQuantizer: outlier channels need smoothing factors (ones for none)")
         self.readers = readers
         self.outliers = outliers
+        self.smoothing = smoothing
+        # What each channel is multiplied by before quantizing, in one pass over the rows:
+        # 1/smoothing, and 0 for the outliers (their weights are 0 in the int8 product; rows
+        # of normed activations straddle 0, so this leaves the range to the other channels).
+        self.multiplier = None if smoothing is None else smoothing.reciprocal()
+        if outliers is not None:
+            self.multiplier[outliers] = 0.0
         self._last: Optional[Tuple[torch.Tensor, int, QuantizedRows, int]] = None
 
     def __call__(self, x: torch.Tensor) -> QuantizedRows:
         if self._last is not None and self._last[0] is x and self._last[1] == x._version:
             quantized, unread = self._last[2], self._last[3]
         else:
-            quantized, unread = _quantize_rows(x, self.outliers), self.readers
+            quantized, unread = _quantize_rows(x, self.outliers, self.multiplier), self.readers
         self._last = (x, x._version, quantized, unread - 1) if unread > 1 else None
         return quantized
 
 
-def _quantize_rows(x: torch.Tensor, outliers: Optional[torch.Tensor] = None) -> QuantizedRows:
+def _quantize_rows(x: torch.Tensor, outliers: Optional[torch.Tensor] = None,
+                   multiplier: Optional[torch.Tensor] = None) -> QuantizedRows:
     rows = x.reshape(-1, x.shape[-1]).float()
-    kept = None
-    if outliers is not None:
-        # Set to 0 (their weights are 0 in the int8 product); rows of normed activations straddle
-        # 0, so this leaves the range to the other channels. The copy is ours to work in below.
-        kept, rows = rows.index_select(1, outliers), rows.index_fill(1, outliers, 0.0)
+    kept = None if outliers is None else rows.index_select(1, outliers)
+    rows = rows * multiplier if multiplier is not None else rows.clone()  # a copy to work in below
     low, high = torch.aminmax(rows, dim=-1, keepdim=True)
     # 254.5 steps, not 255: values then end at 126.5, which float error cannot round past 127.
     step = (high - low).clamp_min_(1e-12).div_(254.5)
     # (x - min) / step is exact enough however far the row lies from 0; x - z would not be.
-    shifted = rows.sub_(low) if kept is not None else rows.sub(low)
-    values = shifted.div_(step).sub_(128).round_().to(torch.int8)
+    values = rows.sub_(low).div_(step).sub_(128).round_().to(torch.int8)
     zero = low.add_(step, alpha=128)
     factors = [zero, torch.ones_like(zero)] + ([] if kept is None else [kept])
     return QuantizedRows(values, step, torch.cat(factors, dim=1))
@@ -98,8 +118,10 @@ class Int8Linear(nn.Module):
         super().__init__()
         self.quantizer = quantizer or RowQuantizer()
         weight = linear.weight.detach().float()
+        if self.quantizer.smoothing is not None:
+            weight = weight * self.quantizer.smoothing
         outliers = self.quantizer.outliers
-        outlier_weight = None if outliers is None else weight[:, outliers].t()
+        outlier_weight = None if outliers is None else linear.weight.detach().float()[:, outliers].t()
         if outliers is not None:
             weight = weight.index_fill(1, outliers, 0.0)
         scale = weight.abs().amax(dim=1).clamp_min(1e-12) / 127
@@ -125,25 +147,41 @@ def int8_copy(module: nn.Module, keep_fp32: Sequence[str] = KEEP_FP32,
     """An eval-mode copy of `module` with its nn.Linear layers replaced by `Int8Linear`,
     except those whose attribute name is in `keep_fp32`. `calibrate(module)` runs `module`
     on inputs the caller chooses: each quantized layer's `OUTLIER_CHANNELS` input channels of
-    largest |value| in that pass stay in fp32 (without it, none do)."""
-    outliers = _outlier_channels(module, keep_fp32, calibrate) if calibrate is not None else {}
+    largest |value| in that pass stay in fp32, and the others get smoothing factors from it
+    (without it, neither)."""
+    ranges = _input_ranges(module, keep_fp32, calibrate) if calibrate is not None else {}
     quantized = copy.deepcopy(module)
     for path, parent in list(quantized.named_modules()):
         linears = {name: child for name, child in parent.named_children()
                    if isinstance(child, nn.Linear) and name not in keep_fp32}
-        channels = {name: outliers.get(f"{path}.{name}" if path else name) for name in linears}
-        readers = sum(name in SHARED_INPUT for name in linears)
-        first = next((name for name in linears if name in SHARED_INPUT), None)
-        shared = RowQuantizer(readers, channels[first]) if readers > 1 else None
-        for name, child in linears.items():
-            quantizer = shared if shared is not None and name in SHARED_INPUT else RowQuantizer(outliers=channels[name])
-            setattr(parent, name, Int8Linear(child, quantizer))
+        shared = [name for name in linears if name in SHARED_INPUT]
+        groups = [[name] for name in linears if len(shared) < 2 or name not in shared]
+        for group in groups + ([shared] if len(shared) > 1 else []):
+            largest = ranges.get(f"{path}.{group[0]}" if path else group[0])
+            quantizer = RowQuantizer(len(group), *_outliers_and_smoothing(largest, [linears[n] for n in group]))
+            for name in group:
+                setattr(parent, name, Int8Linear(linears[name], quantizer))
     return quantized.eval()
 
 
-def _outlier_channels(module: nn.Module, keep_fp32: Sequence[str],
-                      calibrate: Callable[[nn.Module], object]) -> Dict[str, torch.Tensor]:
-    """The input channels of largest |value| of each linear layer to quantize, by its path,
+def _outliers_and_smoothing(largest: Optional[torch.Tensor], linears: Sequence[nn.Linear]
+                            ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """The outlier channels and smoothing factors of linear layers that read one input whose
+    channels' largest |value| in the calibration pass is `largest` (None: not calibrated)."""
+    if largest is None:
+        return None, None
+    # A layer of few inputs keeps none: there 8 channels would be a large share of the product.
+    enough = largest.numel() >= 8 * OUTLIER_CHANNELS
+    outliers = largest.topk(OUTLIER_CHANNELS).indices.sort().values if enough else None
+    if not SMOOTHING:
+        return outliers, torch.ones_like(largest)
+    weight = torch.stack([linear.weight.detach().float().abs().amax(0) for linear in linears]).amax(0)
+    return outliers, largest.clamp_min(1e-5).pow(SMOOTHING) / weight.clamp_min(1e-5).pow(1 - SMOOTHING)
+
+
+def _input_ranges(module: nn.Module, keep_fp32: Sequence[str],
+                  calibrate: Callable[[nn.Module], object]) -> Dict[str, torch.Tensor]:
+    """The largest |value| of each input channel of each linear layer to quantize, by its path,
     while `calibrate(module)` runs (in eval mode, without gradients)."""
     largest: Dict[str, torch.Tensor] = {}
 
@@ -164,6 +202,4 @@ def _outlier_channels(module: nn.Module, keep_fp32: Sequence[str],
         module.train(training)
         for hook in hooks:
             hook.remove()
-    # A layer of few inputs keeps none: there 8 channels would be a large share of the product.
-    return {path: values.topk(OUTLIER_CHANNELS).indices.sort().values
-            for path, values in largest.items() if values.numel() >= 8 * OUTLIER_CHANNELS}
+    return largest
