@@ -7,12 +7,16 @@ sizes of configs/pretrain_elmo.cfg, the default CPU config). Texts: WNUT-17 dev
 (tweets) and English prose (the books cut into paragraphs of 50-300 words), at the
 pipeline's batch size, on `--threads` torch threads (2). The figure is the median over
 `--reps` repetitions. `--profile` prints the torch operators that took the most time
-on the prose. Comparing two versions of the code: run this script with each on
-PYTHONPATH, in turn.
+on the prose. `--against COMMIT` compares, in one process and alternating, the ELMo model
+code of that commit (`spacy_bertfam/models/elmo/` as git has it there, with the same
+weights) with the current one, and prints how far their `doc.tensor`s differ.
 """
 import argparse
+import importlib.util
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -37,12 +41,59 @@ def words_per_second(nlp, docs: List[str], reps: int) -> float:
     return n_words / statistics.median(times)
 
 
+def model_code_at(commit: str, folder: Path):
+    """`spacy_bertfam/models/elmo/` of `commit`, imported as a sibling package of the current
+    one (`spacy_bertfam.models.elmo_at_commit`), so that its relative imports resolve."""
+    listing = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:spacy_bertfam/models/elmo"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    for name in (n for n in listing if n.endswith(".py")):
+        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:spacy_bertfam/models/elmo/{name}"],
+                                capture_output=True, text=True, check=True).stdout
+        (folder / name).write_text(source)
+    name = "spacy_bertfam.models.elmo_at_commit"
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare(nlp, commit: str, corpus: Dict[str, List[str]], reps: int) -> None:
+    """Words/s with the ELMo model code of `commit` and with the current code, alternating."""
+    import numpy as np
+
+    import spacy_bertfam.models  # noqa: F401 (the parent package of the commit's code)
+
+    encoder = next(m for m in nlp.get_pipe("elmo_features").model.walk() if m.shims).shims[0]._model
+    current = encoder.encoder
+    with tempfile.TemporaryDirectory() as folder:
+        then = model_code_at(commit, Path(folder)).ElmoBiLM(current.config)
+    then.load_state_dict(current.state_dict())
+    versions = {commit: then.eval(), "now": current}
+    for name in ("tweets", "prose"):
+        tensors, rates = {}, {v: [] for v in versions}
+        for version, model in versions.items():
+            encoder.encoder = model
+            tensors[version] = [doc.tensor for doc in nlp.pipe(corpus[name][:50])]
+        for _ in range(reps):
+            for version, model in versions.items():
+                encoder.encoder = model
+                rates[version].append(words_per_second(nlp, corpus[name], 1))
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(*tensors.values()))
+        medians = {v: statistics.median(r) for v, r in rates.items()}
+        print(f"{name}: {commit} {medians[commit]:,.0f}, now {medians['now']:,.0f} words/s "
+              f"(x{medians['now'] / medians[commit]:.2f}; each: {[round(r) for r in rates[commit]]} and "
+              f"{[round(r) for r in rates['now']]}); doc.tensor of 50 texts within {diff:.1e}", flush=True)
+    encoder.encoder = current
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", nargs="?", default=str(ROOT / "training" / "ner_elmo" / "model-best"))
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--against", metavar="COMMIT", help="compare with the ELMo model code of this commit")
     args = parser.parse_args()
     if not Path(args.pipeline).exists():
         sys.exit(f"No pipeline at {args.pipeline}: make it with `python -m spacy project run ner-elmo` "
@@ -52,6 +103,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     nlp = spacy.load(args.pipeline)
     corpus: Dict[str, List[str]] = texts()
+    if args.against:
+        return compare(nlp, args.against, corpus, args.reps)
     for name in ("tweets", "prose"):
         print(f"{name}: {words_per_second(nlp, corpus[name], args.reps):,.0f} words/s", flush=True)
     if args.profile:

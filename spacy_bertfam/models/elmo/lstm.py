@@ -6,7 +6,10 @@ import torch
 from torch import nn
 
 State = Tuple[torch.Tensor, torch.Tensor]  # (projected output h (B, P), memory c (B, C))
-INPUT_CHUNK = 16  # time steps whose input projection is computed together
+# Time steps whose input projection is computed together: 16, fewer where the batch has
+# more than 64 rows (at most 1,024 rows × steps): 16 steps of 291 rows (a read-ahead of
+# tweets) are 76 MB of gates, and writing the bias into them took as long as their product.
+INPUT_CHUNK, INPUT_CHUNK_ROWS = 16, 1024
 
 
 class ProjectedLSTMCell(nn.Module):
@@ -86,21 +89,23 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
     c = torch.stack([state[0][1], state[1][1]])
     ended: List[State] = []  # rows whose last step has passed, last rows first
     outputs = []
+    chunk_start = chunk_end = 0
     for t, n in enumerate(packing.active):
-        if t % INPUT_CHUNK == 0:
+        if t == chunk_end:
             # The input's share of the next steps' gates (and the state bias), for the rows
             # running at the chunk's start, in one product: chunk by chunk it stays in cache
             # for the steps that read it (all steps at once: 1.5x slower on prose).
             # Unbound into steps, and gates split rather than sliced: in the backward pass
             # these join their pieces' gradients in one op, where a slice writes its gradient
             # into zeros the size of what it was cut from (a whole chunk, every step).
-            k = min(INPUT_CHUNK, len(packing.active) - t)
+            k = min(INPUT_CHUNK, max(1, INPUT_CHUNK_ROWS // n), len(packing.active) - t)
+            chunk_start, chunk_end = t, t + k
             chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight)
             chunk_steps = chunk.view(2, k, n, 4 * C).unbind(1)
         if n < h.shape[1]:  # rows are sorted longest first: those from n on have ended
             ended.append((h[:, n:], c[:, n:]))
             h, c = h[:, :n], c[:, :n]
-        gates = torch.baddbmm(chunk_steps[t % INPUT_CHUNK][:, :n], h, state_weight)
+        gates = torch.baddbmm(chunk_steps[t - chunk_start][:, :n], h, state_weight)
         input_gate, forget_gate, output_gate, memory = gates.sigmoid().split(C, dim=-1)
         # c = f·c + i·tanh(m) = f·c − i + 2·i·σ(2m), and o·tanh(c) = 2·o·σ(2c) − o.
         c = torch.addcmul(torch.addcmul(-input_gate, forget_gate, c), input_gate, memory, value=2)
