@@ -72,7 +72,7 @@ def unique_rows(rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         columns = rows[:, start: start + per_pack]
         powers = base ** torch.arange(columns.shape[1] - 1, -1, -1, device=rows.device)
         pack = torch.unique((columns * powers).sum(1), return_inverse=True)[1]
-        key = torch.unique(key * n + pack, return_inverse=True)[1]
+        key = pack if start == 0 else torch.unique(key * n + pack, return_inverse=True)[1]
     first = torch.zeros(int(key.max()) + 1 if n else 0, dtype=torch.long, device=rows.device)
     first.scatter_(0, key, torch.arange(n, device=rows.device))  # any row of each key: they are equal
     return rows[first], key
