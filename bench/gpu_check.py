@@ -10,7 +10,7 @@ Run from the repository root:
 
 Steps: (1) device, versions, bf16/fp32 matmul TFLOP/s; (2) GPU-vs-CPU forward parity of
 BERT (MiniLM), GPT and ELMo, fp32, max |difference| per layer; (3) a few `spacy train
---gpu-id` steps of every config in configs/ (GPT/ELMo checkpoints from a few
+--gpu-id` steps of every single-task config in configs/ (GPT/ELMo checkpoints from a few
 `bertfam-pretrain` steps on the same device), `spacy evaluate`, and a save -> load ->
 predict round trip whose CPU and GPU entities agree; (4) bf16 and fp16 (grad scaling)
 training: finite, falling losses; (5) NER pipeline inference and training words/s, fp32
@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ["ner", "textcat", "ner_frozen", "ner_gpt", "textcat_gpt", "ner_elmo", "textcat_elmo", "qa"]
+# Every single-task config (en_bertfam.cfg is the workflow's: `spacy project run all . --vars.profile gpu`).
+CONFIGS = ["ner", "textcat", "ner_frozen", "ner_gpt", "textcat_gpt", "ner_elmo", "textcat_elmo",
+           "qa", "qa_bidaf", "qa_gpt", "qa_elmo"]
 
 
 def step(name: str, results: Dict[str, Any], fn, *args) -> None:
@@ -144,7 +146,7 @@ def train_every_config(work: Path, gpu_id: int, steps: int) -> Dict[str, Any]:
                   "--gpu-id", str(gpu_id), "--training.max_steps", str(steps), "--training.max_epochs", "0",
                   "--training.eval_frequency", str(steps)], work)
             metrics = work / f"training/{name}/metrics.json"
-            if name == "qa":
+            if name.startswith("qa"):
                 _run([py, "-m", "spacy_bertfam", "evaluate-qa", f"training/{name}/model-last",
                       "corpus/squad/dev.spacy", "--output", str(metrics)], work)
             else:

@@ -1,6 +1,6 @@
 """Write metrics/COMPARISON.md and metrics/comparison.png from the metrics files, never by hand.
 
-Rows are family x setup (one metrics/<run>.json per trained pipeline, see RUNS), columns the
+Rows are family x setup (one metrics/<run>.json per trained pipeline, see ROWS), columns the
 three tasks' dev scores, inference words/s (WNUT-17 dev, through the whole pipeline), the
 pretraining budget and the parameter count; the papers' own figures (other data) are listed
 apart. Also writes the joint-vs-single-task table and the package's meta (scores, sources).
