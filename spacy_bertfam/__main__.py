@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from confection import ConfigValidationError
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     """The `python -m spacy_bertfam` command line (argv: None reads sys.argv); returns the exit status."""
@@ -52,36 +54,39 @@ def main(argv: Optional[List[str]] = None) -> int:
     qa_eval.add_argument("--tune-threshold", action="store_true",
                          help="choose the no-answer threshold tau on DATA (SQuAD 2.0) and save it into MODEL")
     args = parser.parse_args(argv)
-    if args.command == "download":
-        from .pretrained import download
+    try:
+        if args.command == "download":
+            from .pretrained import download
 
-        print(f"Installed {args.name} at {download(args.name, force=args.force)}")
-    elif args.command == "demo":
-        from .demo import run
+            print(f"Installed {args.name} at {download(args.name, force=args.force)}")
+        elif args.command == "demo":
+            from .demo import run
 
-        print(run(args.model, html=args.html))
-    elif args.command == "init-encoder":
-        _init_encoder(args.output, args.pretrained, args.checkpoint)
-    elif args.command == "init-config":
-        from .init_config import init_config
+            print(run(args.model, html=args.html))
+        elif args.command == "init-encoder":
+            _init_encoder(args.output, args.pretrained, args.checkpoint)
+        elif args.command == "init-config":
+            from .init_config import init_config
 
-        config = init_config(args.checkpoint, args.pipeline.split(","))
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        config.to_disk(args.output)
-        print(f"Wrote {args.output}: train with python -m spacy train {args.output} "
-              "--paths.train TRAIN.spacy --paths.dev DEV.spacy")
-    elif args.command == "convert-ner":
-        _convert_ner(args.input, args.output)
-    elif args.command == "convert-textcat":
-        if args.output_dir is None and not (args.train_output and args.dev_output):
-            parser.error("convert-textcat needs OUTPUT_DIR, or both --train-output and --dev-output")
-        out = Path(args.output_dir or ".")
-        _convert_textcat(args.input, Path(args.train_output or out / "train.spacy"),
-                         Path(args.dev_output or out / "dev.spacy"), args.heldout, args.seed)
-    elif args.command == "convert-squad":
-        _convert_squad(args.input, args.output, args.articles)
-    elif args.command == "evaluate-qa":
-        _evaluate_qa(args.model, args.data, args.output, args.tune_threshold)
+            config = init_config(args.checkpoint, args.pipeline.split(","))
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            config.to_disk(args.output)
+            print(f"Wrote {args.output}: train with python -m spacy train {args.output} "
+                  "--paths.train TRAIN.spacy --paths.dev DEV.spacy")
+        elif args.command == "convert-ner":
+            _convert_ner(args.input, args.output)
+        elif args.command == "convert-textcat":
+            if args.output_dir is None and not (args.train_output and args.dev_output):
+                parser.error("convert-textcat needs OUTPUT_DIR, or both --train-output and --dev-output")
+            out = Path(args.output_dir or ".")
+            _convert_textcat(args.input, Path(args.train_output or out / "train.spacy"),
+                             Path(args.dev_output or out / "dev.spacy"), args.heldout, args.seed)
+        elif args.command == "convert-squad":
+            _convert_squad(args.input, args.output, args.articles)
+        elif args.command == "evaluate-qa":
+            _evaluate_qa(args.model, args.data, args.output, args.tune_threshold)
+    except ConfigValidationError as e:  # a checkpoint or config the command was pointed at: the message, no traceback
+        parser.exit(1, f"{parser.prog} {args.command}: {str(e).strip()}\n")
     return 0
 
 

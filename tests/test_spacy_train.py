@@ -98,3 +98,19 @@ def test_shipped_configs_train_from_minilm(task, tmp_path, minilm_dir):
     assert doc.tensor.shape == (len(doc), 384)
     if task == "textcat":
         assert set(doc.cats) == {"PET", "PLACE"} and sum(doc.cats.values()) == pytest.approx(1.0)
+
+
+def test_spacy_train_without_the_checkpoint_ends_in_the_message_alone(tmp_path):
+    """No traceback above what to do: a missing checkpoint is shown as spaCy shows config errors."""
+    corpus = _corpus(tmp_path / "train.spacy")
+    missing = tmp_path / "elmo_pretrain" / "final"
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(CONFIGS.parents[1] / "configs" / "ner_elmo.cfg"),
+         "--paths.train", str(corpus), "--paths.dev", str(corpus), "--paths.elmo_checkpoint", str(missing)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr[-3000:]
+    assert "Cannot load the encoder's checkpoint" in result.stdout
+    assert f"Checkpoint not found: {missing}" in result.stdout
+    assert "bertfam-pretrain configs/pretrain_elmo.cfg training/elmo_pretrain" in result.stdout

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import typer
-from spacy.cli._util import Arg, Opt, app, parse_config_overrides
+from spacy.cli._util import Arg, Opt, app, parse_config_overrides, show_validation_error
 
 
 @app.command("bertfam-pretrain", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -22,7 +22,8 @@ def bertfam_pretrain_cli(
     Launch with `torchrun --nproc_per_node N -m spacy bertfam-pretrain ...` for
     data-parallel training."""
     overrides = parse_config_overrides(ctx.args)
-    run(config_path, output_path, overrides, gpu_id=gpu_id, resume=resume, overwrite=overwrite)
+    with show_validation_error(config_path, hint_fill=False):  # config and checkpoint errors: the message, no traceback
+        run(config_path, output_path, overrides, gpu_id=gpu_id, resume=resume, overwrite=overwrite)
 
 
 def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_id: int = -1,

@@ -111,3 +111,20 @@ def test_uninitialised_encoder_suggests_a_loader_of_its_family(factory, suggeste
     assert f"The {factory.split('_')[0]} encoder was never initialised" in message and suggested in message
     if factory != "bert_encoder":
         assert "MiniLM" not in message
+
+
+def test_command_line_shows_a_checkpoint_error_as_its_message(tmp_path, capsys):
+    from spacy_bertfam.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["init-encoder", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "none")])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"python -m spacy_bertfam init-encoder: Checkpoint not found: {tmp_path / 'none'}")
+    assert "Traceback" not in err
+
+
+def test_checkpoint_error_pickles_with_its_message():
+    """Errors cross process boundaries (nlp.pipe with n_process > 1) by pickling."""
+    error = pickle.loads(pickle.dumps(CheckpointError("x.safetensors is truncated")))
+    assert isinstance(error, CheckpointError) and str(error) == "x.safetensors is truncated"
