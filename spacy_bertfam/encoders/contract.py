@@ -29,6 +29,7 @@ from thinc.model import deserialize_attr, serialize_attr
 from thinc.types import Floats2d, Ints1d
 from torch import nn
 
+from ..errors import ConfigError
 from ..models.quantize import int8_copy
 from ..tokenization import PieceTokenizer
 from . import adam
@@ -179,28 +180,28 @@ class EncoderContract:
     def request_lm_loss(self, weight: float) -> None:
         """Ask for weight × the LM loss in training (causal families only; 0 = off)."""
         if weight < 0:
-            raise ValueError(f"lm_weight must be >= 0, got {weight}")
+            raise ConfigError(f"lm_weight must be >= 0, got {weight}")
         if weight and self.family != "gpt":
-            raise ValueError(f"{self.family} encoders have no causal LM loss; lm_weight must be 0")
+            raise ConfigError(f"{self.family} encoders have no causal LM loss; lm_weight must be 0")
         self.lm_weight = float(weight)
 
     def request_precision(self, precision: str) -> None:
         """Run the forward pass in `precision` (see the class docstring); "int8" is refused
         for ELMo, whose LSTM steps read their weights directly, not through linear layers."""
         if precision not in PRECISIONS:
-            raise ValueError(f"Unknown precision '{precision}'; expected one of {PRECISIONS}")
+            raise ConfigError(f"Unknown precision '{precision}'; expected one of {PRECISIONS}")
         if precision == "int8" and self.family == "elmo":
-            raise ValueError('precision "int8" (int8 linear layers) is for bert_encoder and gpt_lm; elmo_features '
-                             'runs in "fp32" or "bf16": set precision = "bf16" for reduced precision.')
+            raise ConfigError('precision "int8" (int8 linear layers) is for bert_encoder and gpt_lm; elmo_features '
+                              'runs in "fp32" or "bf16": set precision = "bf16" for reduced precision.')
         self.precision = precision
 
     def request_compile(self, torch_compile: bool) -> None:
         """Predict with the compiled encoder (or not); the biLSTM (ELMo) is refused: its loop
         over time steps would be compiled again for every sentence length."""
         if torch_compile and self.family == "elmo":
-            raise ValueError("torch_compile is for the transformer encoders (bert_encoder, gpt_lm): ELMo's biLSTM "
-                             "steps through time in Python, which torch.compile would compile again for every "
-                             "sentence length. Set torch_compile = false for elmo_features.")
+            raise ConfigError("torch_compile is for the transformer encoders (bert_encoder, gpt_lm): ELMo's biLSTM "
+                              "steps through time in Python, which torch.compile would compile again for every "
+                              "sentence length. Set torch_compile = false for elmo_features.")
         self.torch_compile = bool(torch_compile)
 
     @property
@@ -211,7 +212,7 @@ class EncoderContract:
     def check_initialised(self) -> None:
         """A clear error, with a loader that works for this family, before any forward pass."""
         if not self.is_initialised:
-            raise ValueError(
+            raise ConfigError(
                 f"The {self.family} encoder was never initialised: there are no weights to initialise "
                 f"from. Set an encoder loader, e.g.\n[initialize.components.<name>.encoder_loader]\n"
                 f"{_LOADER_HINTS.get(self.family, '')}\n(or spacy-bertfam.RandomInit.v1 for random weights). "
@@ -277,12 +278,7 @@ class EncoderShim(PyTorchShim):
         """The autocast dtype for `precision`; float16 also turns on thinc's gradient
         scaling, which float16 needs and bfloat16 does not. bf16_weights: predict "bf16"
         with a bfloat16 copy (see the class docstring) rather than under autocast."""
-        if precision == "fp16" and self.device.type != "cuda":
-            raise ValueError('precision "fp16" needs a GPU (torch autocast to float16 on CUDA); '
-                             'use "bf16" on a CPU')
-        if precision == "int8" and self.device.type != "cpu":
-            raise ValueError('precision "int8" (int8 linear layers) runs on a CPU only; '
-                             'use "bf16" or "fp16" on a GPU')
+        self.check_device(precision)
         if self.device.type == "cpu":
             warn_if_emulated(precision)
         copy_dtype = {"int8": torch.int8, "bf16": torch.bfloat16 if bf16_weights else None}.get(precision)
@@ -293,6 +289,16 @@ class EncoderShim(PyTorchShim):
             self._grad_scaler.to_(self.device)
             self._scales_gradients = True
         return AUTOCAST_DTYPES[precision]
+
+    def check_device(self, precision: str) -> None:
+        """A ConfigError where `precision` cannot run on the encoder's device (checked when
+        the component is initialised too, so `spacy train` stops before its first step)."""
+        if precision == "fp16" and self.device.type != "cuda":
+            raise ConfigError('precision "fp16" needs a GPU (torch autocast to float16 on CUDA); '
+                              'use "bf16" on a CPU, or train with --gpu-id 0')
+        if precision == "int8" and self.device.type != "cpu":
+            raise ConfigError('precision "int8" (int8 linear layers) runs on a CPU only; '
+                              'use "bf16" or "fp16" on a GPU')
 
     @property
     def encoder(self) -> nn.Module:
@@ -312,8 +318,8 @@ class EncoderShim(PyTorchShim):
     def use_compile(self, torch_compile: bool) -> None:
         """Predict with the compiled encoder (see the class docstring) or not."""
         if torch_compile and self._copy_dtype == torch.int8:
-            raise ValueError('torch_compile does not apply to precision "int8" (an int8 copy of the encoder '
-                             'runs then): use it with "fp32", "bf16" or "fp16", or set torch_compile = false')
+            raise ConfigError('torch_compile does not apply to precision "int8" (an int8 copy of the encoder '
+                              'runs then): use it with "fp32", "bf16" or "fp16", or set torch_compile = false')
         self._compiles = torch_compile
 
     def predict(self, inputs):
@@ -349,9 +355,9 @@ class EncoderShim(PyTorchShim):
 
     def begin_update(self, inputs):
         if self._copy_dtype == torch.int8:
-            raise ValueError('precision "int8" is for prediction only: train with "fp32" or "bf16", then set '
-                             'precision = "int8" on the encoder component of the trained pipeline, e.g. '
-                             'spacy.load(path, config={"components": {"<encoder>": {"precision": "int8"}}})')
+            raise ConfigError('precision "int8" is for prediction only: train with "fp32" or "bf16", then set '
+                              'precision = "int8" on the encoder component of the trained pipeline, e.g. '
+                              'spacy.load(path, config={"components": {"<encoder>": {"precision": "int8"}}})')
         return super().begin_update(inputs)
 
     def finish_update(self, optimizer) -> None:

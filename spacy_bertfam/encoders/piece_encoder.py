@@ -15,6 +15,7 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.model import deserialize_attr, serialize_attr
 from torch import nn
 
+from ..errors import ConfigError
 from ..models.windowed import WindowedEncoder
 from ..processes import return_freed_memory
 from ..tokenization import PieceTokenizer
@@ -86,7 +87,7 @@ def build_piece_encoder(
     """
     n_positions = getattr(encoder.config, "n_positions", layout.window)
     if layout.window > n_positions:
-        raise ValueError(
+        raise ConfigError(
             f"window {layout.window} exceeds the {n_positions} positions of this model; "
             f"set window <= {n_positions}"
         )

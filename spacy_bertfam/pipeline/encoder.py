@@ -24,6 +24,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model, set_dropout_rate
 
 from ..encoders import DocEncoding, EncodedBatch, EncoderContract, contract_of
+from ..errors import ConfigError
 from ..pooling import check_pooling, pool_pieces
 from ..processes import trim_freed_memory
 from .hooks import install_vector_hooks
@@ -107,7 +108,7 @@ class EncoderComponent(TrainablePipe):
         if tensor_pooling is not None:
             check_pooling(tensor_pooling)
         if sort_batches < 1:
-            raise ValueError(f"{name}: sort_batches must be >= 1, got {sort_batches}")
+            raise ConfigError(f"{name}: sort_batches must be >= 1, got {sort_batches}")
         self.cfg = {
             "set_doc_tensor": set_doc_tensor,
             "tensor_layer": tensor_layer,
@@ -353,6 +354,7 @@ class EncoderComponent(TrainablePipe):
             encoder_loader(self.model)
         else:
             self.contract.check_initialised()
+        self.model.shims[0].check_device(self.contract.precision)
         self.model.initialize()
         self._sync()
 

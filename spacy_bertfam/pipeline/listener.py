@@ -14,6 +14,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from ..encoders.contract import DocEncoding, EncoderContract
+from ..errors import ConfigError
 from ..pooling import build_pooler, link_pooler, pooler_input_width, pooler_layers
 
 DOC_EXTENSION = "bertfam"
@@ -86,12 +87,12 @@ class EncoderListener(Model):
     def verify_inputs(self, inputs: List[Doc]) -> None:
         """A ValueError unless `inputs` are the Docs of the batch last received from the encoder."""
         if self._batch_id is None and self._outputs is None:
-            raise ValueError(
+            raise ConfigError(
                 "The encoder listener received no outputs: the encoder must run before "
                 "the listening component in the pipeline"
             )
         if self.get_batch_id(inputs) != self._batch_id:
-            raise ValueError(
+            raise ConfigError(
                 f"The encoder listener got a different batch than its encoder "
                 f"({self.get_batch_id(inputs)} vs {self._batch_id}): the encoder and its "
                 "listeners must be updated on the same docs"
@@ -101,7 +102,7 @@ class EncoderListener(Model):
 def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
     upstream = model.attrs["upstream"]
     if upstream is None:
-        raise ValueError(
+        raise ConfigError(
             f"This listener (upstream '{model.upstream_name}') is not linked to any encoder "
             "component: add an encoder before the listening component"
         )
@@ -112,7 +113,7 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
             out.append(_placeholder(model, doc))
             continue
         if upstream not in store:
-            raise ValueError(
+            raise ConfigError(
                 f"Doc has no outputs of the encoder '{upstream}'. If the encoder is frozen "
                 "during training, list it in [training] annotating_components too"
             )

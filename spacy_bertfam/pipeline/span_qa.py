@@ -37,6 +37,7 @@ from thinc.api import Model, chain
 from thinc.types import Floats2d
 
 from ..corpora.squad import ANSWER_KEY, answer_texts, question_length
+from ..errors import ConfigError
 from ..heads.bi_attention import build_bi_attention
 from ..heads.span_logits import build_span_logits
 from ..pretrained import packaged_sizes
@@ -139,9 +140,9 @@ class SpanQA(TrainablePipe):
                  max_answer_tokens: int = 30, null_threshold: float = 0.0, no_answer: str = "span_softmax",
                  scorer: Optional[Callable] = None):
         if max_answer_tokens < 1:
-            raise ValueError(f"max_answer_tokens must be at least 1, got {max_answer_tokens}")
+            raise ConfigError(f"max_answer_tokens must be at least 1, got {max_answer_tokens}")
         if no_answer not in NO_ANSWER_MODES:
-            raise ValueError(f"no_answer must be one of {', '.join(map(repr, NO_ANSWER_MODES))}, got {no_answer!r}")
+            raise ConfigError(f"no_answer must be one of {', '.join(map(repr, NO_ANSWER_MODES))}, got {no_answer!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -256,7 +257,7 @@ class SpanQA(TrainablePipe):
             return
         contract = nlp.get_pipe(upstream).contract
         if not contract.pairs:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.name}: spacy-bertfam.SpanQA.v1 scores context tokens that were encoded together with "
                 f"the question ([CLS] question [SEP] context [SEP]), but the {contract.family} encoder "
                 f"'{upstream}' has no separator and encodes them apart. Use "

@@ -4,13 +4,15 @@ from typing import Callable, Tuple
 from thinc.api import Ops
 from thinc.types import Floats2d, Ints1d
 
+from ..errors import ConfigError
+
 POOLINGS = ("mean", "first", "last")
 
 
 def check_pooling(pooling: str) -> str:
     """`pooling` if it is one of POOLINGS; a ValueError otherwise."""
     if pooling not in POOLINGS:
-        raise ValueError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}")
+        raise ConfigError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}")
     return pooling
 
 

@@ -13,6 +13,7 @@ from thinc.api import Model
 from thinc.types import Floats1d, Floats2d
 
 from ..encoders.contract import DocEncoding, EncoderContract
+from ..errors import ConfigError
 from .pieces import check_pooling, pool_pieces
 
 COMBINES = ("scalar_mix", "concat", "mean")
@@ -30,9 +31,9 @@ def build_pooler(
     if pooling is not None:
         check_pooling(pooling)
     if combine not in COMBINES:
-        raise ValueError(f"Unknown combine '{combine}'; expected one of {COMBINES}")
+        raise ConfigError(f"Unknown combine '{combine}'; expected one of {COMBINES}")
     if not layers:
-        raise ValueError("A listener needs at least one layer (e.g. layers = [-1])")
+        raise ConfigError("A listener needs at least one layer (e.g. layers = [-1])")
     model = Model(
         "encoder_pooler",
         _forward,
@@ -52,7 +53,7 @@ def link_pooler(pooler: Model, contract: EncoderContract, *, where: str) -> None
     layers = [contract.layer_index(i) for i in pooler.attrs["layers"]]
     expected = contract.width * len(layers) if pooler.attrs["combine"] == "concat" and len(layers) > 1 else contract.width
     if pooler.get_dim("nO") != expected:
-        raise ValueError(
+        raise ConfigError(
             f"{where}: width {pooler.get_dim('nO')} does not match the encoder's output: "
             f"{len(layers)} layer(s) of width {contract.width} with combine "
             f"'{pooler.attrs['combine']}' give {expected}; set width = {expected}"

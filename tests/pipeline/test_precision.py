@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import spacy
+from confection import ConfigValidationError
 
 from spacy_bertfam.loaders import checkpoint_loader, pretrained_loader
 
@@ -49,8 +50,15 @@ def test_bf16_training_lowers_the_loss_and_is_saved(tmp_path):
 def test_fp16_needs_a_gpu_and_unknown_precisions_are_refused(hf_bert_dir):
     nlp = spacy.blank("en")
     nlp.add_pipe("bert_encoder", config={"precision": "fp16", "model": TINY_ENCODER})
-    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
-    with pytest.raises(ValueError, match='precision "fp16" needs a GPU'):
+    encoder = nlp.get_pipe("bert_encoder")
+    # Refused as a config error when initialised, so `spacy train` stops before its first step ...
+    with pytest.raises(ConfigValidationError, match='precision "fp16" needs a GPU'):
+        encoder.initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    # ... and when predicting, e.g. spacy.load(path, config=...) of a pipeline trained elsewhere.
+    encoder.contract.request_precision("fp32")
+    encoder.initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    encoder.contract.request_precision("fp16")
+    with pytest.raises(ConfigValidationError, match='precision "fp16" needs a GPU'):
         nlp("the cat")
     with pytest.raises(ValueError, match="Unknown precision 'int4'"):
         spacy.blank("en").add_pipe("bert_encoder", config={"precision": "int4"})
