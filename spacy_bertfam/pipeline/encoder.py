@@ -350,11 +350,11 @@ class EncoderComponent(TrainablePipe):
         Without a loader the encoder must already hold weights (e.g. sourced from a
         saved pipeline): an encoder is never silently left random.
         """
+        self.model.shims[0].check_device(self.contract.precision)
         if encoder_loader is not None:
             encoder_loader(self.model)
         else:
             self.contract.check_initialised()
-        self.model.shims[0].check_device(self.contract.precision)
         self.model.initialize()
         self._sync()
 
