@@ -18,7 +18,7 @@ class ConfigError(ConfigValidationError):
         # Keyword arguments are what ConfigValidationError.from_error passes when spaCy re-raises it.
         super().__init__(title=self.TITLE if title is None else title, desc=message if desc is None else desc,
                          **fields)
-        self.args = (self.desc,)  # pickles (errors cross processes in nlp.pipe(n_process=...)) as the message
+        self.args = (self.desc,)  # e.args[0] and repr(e) are the message, as for the ValueError it was
 
     def __str__(self) -> str:
         return self.desc or ""

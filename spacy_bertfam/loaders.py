@@ -20,6 +20,7 @@ from thinc.api import Model
 
 from .convert import Checkpoint, CheckpointError, load_state, read_checkpoint
 from .encoders import contract_of, torch_encoder
+from .errors import ConfigError
 from .models.bert import PRETRAINING_HEADS
 from .pretrained import pretrained_path
 from .tokenization import load_tokenizer
@@ -97,7 +98,13 @@ def pretrained_loader(name: str = "all-MiniLM-L6-v2", checkpoint: Optional[Union
     """
 
     def load(model: Model) -> None:
-        load_path_into(model, checkpoint if checkpoint is not None else pretrained_path(name))
+        if checkpoint is not None:
+            return load_path_into(model, checkpoint)
+        try:
+            path = pretrained_path(name)
+        except FileNotFoundError as e:  # not downloaded: a checkpoint error, shown as its message
+            raise CheckpointError(str(e)) from None
+        load_path_into(model, path)
 
     return load
 
@@ -117,8 +124,11 @@ def random_init(vocab: Optional[Union[str, Path]] = None, lowercase: bool = True
         contract = contract_of(model)
         if contract.tokenizer is not None:  # a piece family (ELMo reads characters)
             if vocab is None:
-                raise ValueError(f"A {contract.family} encoder needs a vocabulary: set vocab")
-            tokenizer = load_tokenizer(vocab, lowercase=lowercase)
+                raise ConfigError(f"A {contract.family} encoder needs a vocabulary: set vocab")
+            try:
+                tokenizer = load_tokenizer(vocab, lowercase=lowercase)
+            except FileNotFoundError as e:
+                raise ConfigError(f"{e} (the vocab of spacy-bertfam.RandomInit.v1)") from None
             if tokenizer.n_pieces != module.config.n_pieces:
                 raise CheckpointError(
                     f"The vocabulary {vocab} has {tokenizer.n_pieces} pieces but the encoder is "

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, NamedTuple
 
+from .errors import ConfigError
+
 
 class PackagedModel(NamedTuple):
     """A pretrained model shipped as a PyPI data package: where to find it and its encoder sizes."""
@@ -44,7 +46,7 @@ def data_dir() -> Path:
 
 def _known(name: str) -> PackagedModel:
     if name not in PACKAGED:
-        raise ValueError(f"Unknown pretrained model '{name}'; known: {sorted(PACKAGED)}")
+        raise ConfigError(f"Unknown pretrained model '{name}'; known: {sorted(PACKAGED)}")
     return PACKAGED[name]
 
 

@@ -161,9 +161,9 @@ class EncoderContract:
     torch_compile: bool = False
 
     def layer_index(self, index: int) -> int:
-        """Python-style layer index (-1 = top) -> 0..n_layers-1; IndexError names the range."""
+        """Python-style layer index (-1 = top) -> 0..n_layers-1; a ConfigError names the range."""
         if not -self.n_layers <= index < self.n_layers:
-            raise IndexError(
+            raise ConfigError(
                 f"Layer {index} does not exist: this encoder has {self.n_layers} layer outputs "
                 f"(0 = embeddings .. {self.n_layers - 1}, or -1 .. -{self.n_layers})"
             )

@@ -92,7 +92,7 @@ class EncoderListener(Model):
                 "the listening component in the pipeline"
             )
         if self.get_batch_id(inputs) != self._batch_id:
-            raise ConfigError(
+            raise ValueError(
                 f"The encoder listener got a different batch than its encoder "
                 f"({self.get_batch_id(inputs)} vs {self._batch_id}): the encoder and its "
                 "listeners must be updated on the same docs"

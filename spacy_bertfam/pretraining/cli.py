@@ -37,6 +37,7 @@ def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_
     from spacy import util
     from spacy.util import registry
 
+    from ..errors import ConfigError
     from . import registry as _registered  # noqa: F401  (the config's functions)
     from .trainer import TrainingSettings, pretrain
 
@@ -44,16 +45,16 @@ def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_
     config = util.load_config(config_path, overrides=overrides, interpolate=True)
     for section in ("corpus", "objective", "training"):
         if section not in config:
-            raise ValueError(f"{config_path} has no [{section}] block")
+            raise ConfigError(f"{config_path} has no [{section}] block")
     resolved = registry.resolve({"corpus": config["corpus"], "objective": config["objective"]})
     try:
         settings = TrainingSettings(**config["training"])
     except TypeError as e:
-        raise ValueError(f"[training] in {config_path}: {e}") from None
+        raise ConfigError(f"[training] in {config_path}: {e}") from None
     device = torch.device("cpu")
     if gpu_id >= 0:
         if not torch.cuda.is_available():
-            raise ValueError(f"--gpu-id {gpu_id}: torch sees no CUDA device")
+            raise ConfigError(f"--gpu-id {gpu_id}: torch sees no CUDA device")
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", gpu_id)))
         torch.cuda.set_device(device)
     if overwrite and not resume and int(os.environ.get("RANK", "0")) == 0:

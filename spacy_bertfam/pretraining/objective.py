@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Dict, Iterator, List, Optional, Tuple
 import torch
 from torch import nn
 
-from ..convert import Checkpoint, read_checkpoint, save_checkpoint
+from ..convert import Checkpoint, CheckpointError, read_checkpoint, save_checkpoint
 from ..tokenization import PieceTokenizer
 from .documents import DocKey
 from .stream import ExampleMaker, Numbered
@@ -53,7 +53,7 @@ class Objective:
             return self.new_model(train_documents)
         checkpoint = read_checkpoint(self.init)
         if checkpoint.family != self.family:
-            raise ValueError(f"{self.init} is a {checkpoint.family} checkpoint; this objective needs {self.family}")
+            raise CheckpointError(f"{self.init} is a {checkpoint.family} checkpoint; this objective needs {self.family}")
         logger.info("Continuing pretraining from %s: its sizes and vocabulary are used, not the new-model "
                     "settings of [objective]", self.init)
         return self.from_checkpoint(checkpoint)

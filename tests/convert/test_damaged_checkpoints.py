@@ -128,3 +128,4 @@ def test_checkpoint_error_pickles_with_its_message():
     """Errors cross process boundaries (nlp.pipe with n_process > 1) by pickling."""
     error = pickle.loads(pickle.dumps(CheckpointError("x.safetensors is truncated")))
     assert isinstance(error, CheckpointError) and str(error) == "x.safetensors is truncated"
+    assert error.args == ("x.safetensors is truncated",)  # as for the ValueError it was
