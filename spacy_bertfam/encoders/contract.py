@@ -135,6 +135,8 @@ class EncoderContract:
         fills it; None for ELMo, which reads characters.
     batch_pieces (int): the padded positions per encoder call the encoder is built
         for; `nlp.pipe` groups Docs by about this many tokens.
+    max_docs (Optional[int]): at most this many Docs per encoder call in `nlp.pipe`
+        (ELMo: the rows each LSTM step multiplies); None bounds a call by tokens alone.
     source (str): where the weights came from; "" until a loader ran.
     layers (Optional[List[int]]): requested layers (normalised); None = every layer.
     lm_weight (float): requested weight of the auxiliary LM loss in training (0 = off).
@@ -154,6 +156,7 @@ class EncoderContract:
     pairs: bool = False
     tokenizer: Optional[PieceTokenizer] = None
     batch_pieces: int = 4096
+    max_docs: Optional[int] = None
     source: str = ""
     layers: Optional[List[int]] = field(default=None)
     lm_weight: float = 0.0

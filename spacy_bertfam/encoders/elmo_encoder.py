@@ -40,11 +40,19 @@ class SentenceEncoder(nn.Module):
         return [out.layers[i].reshape(-1, out.layers[i].shape[-1])[rows].float() for i in layers]
 
 
+# `nlp.pipe` calls: up to 128 Docs and 16,384 tokens. Each LSTM step multiplies the rows still
+# running by its weights: 25 rows (4,096 tokens of 50-300-word paragraphs) ran at 84 GFLOP/s,
+# 64-512 rows at 145-159 (2 threads); beyond ~128 rows a step's gates leave the cache.
+# Against 4,096 tokens and no Doc bound: prose x1.21, tweets unchanged (bench/results/elmo_speed.md).
+CALL_TOKENS, CALL_DOCS = 16384, 128
+
+
 def build_elmo_encoder(encoder: ElmoBiLM) -> Model[List[Doc], EncodedBatch]:
     """Wrap an `ElmoBiLM`; its L + 1 layer outputs are 2 × projection_width wide."""
     config = encoder.config
     width = 2 * config.projection_width
-    contract = EncoderContract(family="elmo", n_layers=config.n_layers + 1, width=width, default_pooling="mean")
+    contract = EncoderContract(family="elmo", n_layers=config.n_layers + 1, width=width, default_pooling="mean",
+                               batch_pieces=CALL_TOKENS, max_docs=CALL_DOCS)
     return Model(
         "elmo_encoder",
         _forward,

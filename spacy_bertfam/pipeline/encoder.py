@@ -239,7 +239,7 @@ class EncoderComponent(TrainablePipe):
                 trim_freed_memory()
                 since_trim = 0
             since_trim += sum(len(doc) for doc in buffer)
-            for docs in _groups_by_tokens(sorted(buffer, key=len), budget):
+            for docs in _groups_by_tokens(sorted(buffer, key=len), budget, self.contract.max_docs):
                 try:
                     self.set_annotations(docs, self.predict(docs))
                 except Exception as e:
@@ -378,11 +378,11 @@ def _read_ahead(stream: Iterable[Doc], max_docs: int, max_tokens: int) -> Iterat
         yield buffer
 
 
-def _groups_by_tokens(docs: List[Doc], budget: int) -> Iterator[List[Doc]]:
+def _groups_by_tokens(docs: List[Doc], budget: int, max_docs: Optional[int] = None) -> Iterator[List[Doc]]:
     group: List[Doc] = []
     tokens = 0
     for doc in docs:
-        if group and tokens + len(doc) > budget:
+        if group and (tokens + len(doc) > budget or len(group) == max_docs):
             yield group
             group, tokens = [], 0
         group.append(doc)

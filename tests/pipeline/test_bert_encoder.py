@@ -222,6 +222,23 @@ def test_read_ahead_is_bounded_by_tokens(hf_bert_dir):
     assert most_read_ahead("the cat") == 32
 
 
+def test_an_encoder_call_holds_at_most_max_docs(hf_bert_dir):
+    # ELMo sets max_docs (the rows of its LSTM steps); any family honours it in nlp.pipe.
+    nlp = tiny_nlp(hf_bert_dir)
+    encoder = nlp.get_pipe("bert_encoder")
+    encoder.contract.max_docs = 3
+    calls, predict = [], encoder.predict
+    encoder.predict = lambda docs: calls.append(len(docs)) or predict(docs)
+    texts = ["the cat", "the cat sat on the mat", "hello"] * 4
+    docs = list(nlp.pipe(texts, batch_size=12))
+    assert calls == [3, 3, 3, 3]
+    encoder.contract.max_docs = None
+    calls.clear()
+    again = list(nlp.pipe(texts, batch_size=12))
+    assert calls == [12]
+    assert all(np.allclose(a.tensor, b.tensor, atol=1e-5) for a, b in zip(again, docs))
+
+
 def test_a_kept_doc_holds_only_its_own_outputs(hf_bert_dir):
     # Each Doc's stored layers are its own arrays, not views of the batch's: a view would keep
     # the whole batch's outputs alive for as long as one of its Docs is kept.
