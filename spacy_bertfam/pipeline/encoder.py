@@ -221,8 +221,9 @@ class EncoderComponent(TrainablePipe):
         """Encode docs sorted by length within a read-ahead buffer; yield in input order.
 
         The buffer holds up to `batch_size × sort_batches` docs, encoded in groups of
-        about the model's `batch_pieces` tokens, so small batches of short texts do
-        not each pay a separate encoder call. It also holds at most `READ_AHEAD_CALLS ×
+        about the model's `batch_pieces` tokens (and at most its `max_docs` Docs, where
+        the encoder sets it: ELMo), so small batches of short texts do not each pay a
+        separate encoder call. It also holds at most `READ_AHEAD_CALLS ×
         batch_pieces` tokens (a longer doc alone): every buffered Doc holds its outputs
         until the buffer is yielded, so without a token bound memory grew with the
         texts' length. Every `TRIM_EVERY_CALLS × batch_pieces` tokens, glibc gives freed
