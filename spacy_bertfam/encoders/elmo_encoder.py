@@ -43,7 +43,7 @@ class SentenceEncoder(nn.Module):
 # `nlp.pipe` calls: up to 128 Docs and 16,384 tokens. Each LSTM step multiplies the rows still
 # running by its weights: 25 rows (4,096 tokens of 50-300-word paragraphs) ran at 84 GFLOP/s,
 # 64-512 rows at 145-159 (2 threads); beyond ~128 rows a step's gates leave the cache.
-# Against 4,096 tokens and no Doc bound: prose x1.21, tweets unchanged (bench/results/elmo_speed.md).
+# Against 4,096 tokens and no Doc bound: tweets x1.15, prose x1.33, same outputs (bench/results/elmo_speed.md).
 CALL_TOKENS, CALL_DOCS = 16384, 128
 
 
