@@ -124,12 +124,12 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
             ended.append((h[:, n:], c[:, n:]))
             h, c = h[:, :n], c[:, :n]
         gates = torch.baddbmm(chunk_steps[t - chunk_start][:, :n], h, state_weight)
-        input_gate, forget_gate, output_gate, memory = gates.sigmoid().split(C, dim=-1)
+        input_gate, forget_gate, output_gate, memory = gates.sigmoid_().split(C, dim=-1)
         # c = f·c + i·tanh(m) = f·c − i + 2·i·σ(2m), and o·tanh(c) = 2·o·σ(2c) − o.
         c = torch.addcmul(torch.addcmul(-input_gate, forget_gate, c), input_gate, memory, value=2)
-        c = c.clamp(-forward.cell_clip, forward.cell_clip)
-        output = torch.addcmul(-output_gate, output_gate, torch.sigmoid(2 * c), value=2)
-        h = torch.bmm(output, projection).clamp(-forward.projection_clip, forward.projection_clip)
+        c = c.clamp_(-forward.cell_clip, forward.cell_clip)
+        output = torch.addcmul(-output_gate, output_gate, (2 * c).sigmoid_(), value=2)
+        h = torch.bmm(output, projection).clamp_(-forward.projection_clip, forward.projection_clip)
         outputs.append(h)
     if ended:
         h = torch.cat([h] + [rows[0] for rows in reversed(ended)], dim=1)
