@@ -10,9 +10,14 @@ pipeline's batch size, on `--threads` torch threads (2). The figure is the media
 on the prose. `--against COMMIT` compares, in one process and alternating, the ELMo model
 code of that commit (`spacy_bertfam/models/elmo/` as git has it there, with the same
 weights) with the current one, and prints how far their `doc.tensor`s differ.
+`--package-at COMMIT --checkpoint DIR` compares the whole package of that commit with the
+current one: each builds an `elmo_features`-only pipeline from the ELMo checkpoint DIR
+(e.g. `python -m spacy bertfam-pretrain configs/pretrain_elmo.cfg /tmp/elmo --training.max_steps 1`),
+then the two time it in their own processes, alternating, `--pairs` times.
 """
 import argparse
 import importlib.util
+import json
 import statistics
 import subprocess
 import sys
@@ -87,6 +92,57 @@ def compare(nlp, commit: str, corpus: Dict[str, List[str]], reps: int) -> None:
     encoder.encoder = current
 
 
+def compare_packages(commit: str, checkpoint: str, corpus: Dict[str, List[str]], reps: int, pairs: int,
+                     threads: int) -> None:
+    """Words/s of the package of `commit` and of the current one, each in its own processes
+    (pairs of alternating runs), on pipelines each built itself from `checkpoint`."""
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        (tmp / "then").mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp / "then")], input=archive, check=True)
+        (tmp / "texts.json").write_text(json.dumps(corpus))
+        roots = {commit: tmp / "then", "now": ROOT}
+
+        def worker(version: str, *args: str) -> str:
+            command = [sys.executable, __file__, "--worker", str(roots[version]), str(tmp / version), *args]
+            return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+        for version in roots:
+            worker(version, "--checkpoint", checkpoint)
+        rates: Dict[str, List[Dict[str, float]]] = {v: [] for v in roots}
+        for _ in range(pairs):
+            for version in roots:
+                rates[version].append(json.loads(worker(version, "--reps", str(reps), "--threads", str(threads))))
+    for name in ("tweets", "prose"):
+        then, now = ([r[name] for r in rates[v]] for v in roots)
+        ratios = [b / a for a, b in zip(then, now)]
+        print(f"{name}: {commit} {[round(r) for r in then]}, now {[round(r) for r in now]} words/s; pairs "
+              f"{' '.join(f'x{r:.2f}' for r in ratios)}; ratio of medians x{statistics.median(now) / statistics.median(then):.2f}")
+
+
+def run_worker(root: str, pipeline: str, checkpoint: str, reps: int, threads: int) -> None:
+    """In a process of its own, with the package at `root`: build the pipeline from
+    `checkpoint` (when given), or time it on the texts beside it and print JSON."""
+    sys.path.insert(0, root)
+    import spacy
+
+    import spacy_bertfam
+
+    assert spacy_bertfam.__file__.startswith(root), spacy_bertfam.__file__
+    torch.set_num_threads(threads)
+    if checkpoint:
+        from spacy_bertfam.loaders import checkpoint_loader
+
+        nlp = spacy.blank("en")
+        nlp.add_pipe("elmo_features", config={"sort_batches": 64})
+        nlp.get_pipe("elmo_features").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(checkpoint))
+        return nlp.to_disk(pipeline)
+    nlp = spacy.load(pipeline)
+    corpus = json.loads((Path(pipeline).parent / "texts.json").read_text())
+    print(json.dumps({name: words_per_second(nlp, corpus[name], reps) for name in ("tweets", "prose")}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", nargs="?", default=str(ROOT / "training" / "ner_elmo" / "model-best"))
@@ -94,7 +150,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--against", metavar="COMMIT", help="compare with the ELMo model code of this commit")
+    parser.add_argument("--package-at", metavar="COMMIT", help="compare with the whole package of this commit")
+    parser.add_argument("--checkpoint", help="the ELMo checkpoint that --package-at builds its pipelines from")
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--worker", nargs=2, metavar=("ROOT", "PIPELINE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        return run_worker(*args.worker, args.checkpoint, args.reps, args.threads)
+    if args.package_at:
+        if not args.checkpoint:
+            sys.exit("--package-at needs --checkpoint DIR: an ELMo checkpoint both versions build a pipeline from")
+        return compare_packages(args.package_at, args.checkpoint, texts(), args.reps, args.pairs, args.threads)
     if not Path(args.pipeline).exists():
         sys.exit(f"No pipeline at {args.pipeline}: make it with `python -m spacy project run ner-elmo` "
                  "(or give the path of another elmo_features pipeline)")
