@@ -46,7 +46,7 @@ class CharCNN(nn.Module):
         for group in torch.split(order, _group_sizes(ends[order], GROUP_ENDS)):
             x = self.chars(words[group, : min(C, int(ends[group[-1]]) + widest)])  # (n, columns, char_width)
             # amax, not max: torch's CPU max over a middle dim also finds the indices, and
-            # ran 15x slower (a twelfth of `elmo_features`' time on tweets).
+            # ran 15x slower (112 ms of a 1.47 s `elmo_features` pass over 1,009 tweets).
             pooled.append(torch.cat([self.activation(_convolve(conv, x).amax(dim=1)) for conv in self.convolutions],
                                     dim=-1))
         vectors = self.projection(self.highway(torch.cat(pooled)))
