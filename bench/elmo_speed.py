@@ -106,7 +106,10 @@ def compare_packages(commit: str, checkpoint: str, corpus: Dict[str, List[str]],
 
         def worker(version: str, *args: str) -> str:
             command = [sys.executable, __file__, "--worker", str(roots[version]), str(tmp / version), *args]
-            return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"The package of {version} failed ({' '.join(args)}):\n{done.stderr[-3000:]}")
+            return done.stdout
 
         for version in roots:
             worker(version, "--checkpoint", checkpoint)
