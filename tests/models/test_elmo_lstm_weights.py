@@ -1,5 +1,6 @@
-"""The LSTM keeps its stacked gate weights between calls without gradients: a change of the
-weights (an optimizer step, a load) must reach the next call."""
+"""A change of the LSTM's weights must reach its next call without gradients: an in-place
+step, an optimizer's update through `.data` (ours and thinc's: same storage, no new version)
+and a load. (A kept copy of the stacked gate weights once missed the `.data` updates.)"""
 import torch
 
 from spacy_bertfam.models.elmo import ElmoBiLM
@@ -23,5 +24,10 @@ def test_a_weight_change_reaches_the_next_call_without_gradients():
     stepped = _run(bilm, char_ids, grad=False)
     assert not torch.equal(stepped, first)
     assert torch.allclose(stepped, _run(bilm, char_ids, grad=True), atol=1e-6)
+    before = _run(bilm, char_ids, grad=False)
+    cell.input_linearity.weight.data.mul_(0.5)  # as encoders/adam.py and thinc's shim update
+    through_data = _run(bilm, char_ids, grad=False)
+    assert not torch.equal(through_data, before)
+    assert torch.allclose(through_data, _run(bilm, char_ids, grad=True), atol=1e-6)
     bilm.load_state_dict({k: v * 0.5 for k, v in bilm.state_dict().items()})
     assert torch.allclose(_run(bilm, char_ids, grad=False), _run(bilm, char_ids, grad=True), atol=1e-6)

@@ -50,9 +50,7 @@ class CharCNN(nn.Module):
             pooled.append(torch.cat([self.activation(_convolve(conv, x).amax(dim=1)) for conv in self.convolutions],
                                     dim=-1))
         vectors = self.projection(self.highway(torch.cat(pooled)))
-        rank = torch.empty_like(order)
-        rank[order] = torch.arange(len(order), device=order.device)
-        return vectors[rank[inverse]].reshape(B, T, -1)
+        return vectors[torch.argsort(order)[inverse]].reshape(B, T, -1)  # argsort: each word's row in `order`
 
 
 # Upper ends (in columns, word markers included) of the groups of words convolved together.
