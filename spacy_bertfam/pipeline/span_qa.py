@@ -106,17 +106,15 @@ DEFAULT_MODEL = {
 @Language.factory(
     "span_qa",
     default_config={"model": DEFAULT_MODEL, "spans_key": ANSWER_KEY, "max_answer_tokens": 30,
-                    "null_threshold": 0.0, "no_answer": "span_softmax", "answerable_weight": 1.0,
+                    "null_threshold": 0.0, "no_answer": "span_softmax",
                     "scorer": {"@scorers": "spacy-bertfam.span_qa_scorer.v1"}},
     default_score_weights={"qa_f1": 1.0, "qa_exact": 0.0},
 )
 def make_span_qa(nlp: Language, name: str, model: Model, spans_key: str, max_answer_tokens: int,
-                 null_threshold: float, no_answer: str, answerable_weight: float,
-                 scorer: Optional[Callable]) -> "SpanQA":
+                 null_threshold: float, no_answer: str, scorer: Optional[Callable]) -> "SpanQA":
     """The `span_qa` factory; its settings are `SpanQA`'s."""
     return SpanQA(nlp.vocab, model, name, spans_key=spans_key, max_answer_tokens=max_answer_tokens,
-                  null_threshold=null_threshold, no_answer=no_answer, answerable_weight=answerable_weight,
-                  scorer=scorer)
+                  null_threshold=null_threshold, no_answer=no_answer, scorer=scorer)
 
 
 class SpanQA(TrainablePipe):
@@ -135,26 +133,21 @@ class SpanQA(TrainablePipe):
     no_answer (str): how "no answer" is learned and scored: "span_softmax" (BERT's: a row of
         the span softmaxes) or "classifier" (a separate answerable/unanswerable logit; the
         spans learn from answerable questions only). See the module docstring.
-    answerable_weight (float): with the classifier, the weight of the answerable/unanswerable
-        loss against the span loss (1: their plain sum).
     scorer (Optional[Callable]): scores the answers (`spacy-bertfam.span_qa_scorer.v1`).
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "span_qa", *, spans_key: str = ANSWER_KEY,
                  max_answer_tokens: int = 30, null_threshold: float = 0.0, no_answer: str = "span_softmax",
-                 answerable_weight: float = 1.0, scorer: Optional[Callable] = None):
+                 scorer: Optional[Callable] = None):
         if max_answer_tokens < 1:
             raise ConfigError(f"max_answer_tokens must be at least 1, got {max_answer_tokens}")
         if no_answer not in NO_ANSWER_MODES:
             raise ConfigError(f"no_answer must be one of {', '.join(map(repr, NO_ANSWER_MODES))}, got {no_answer!r}")
-        if not answerable_weight > 0:
-            raise ConfigError(f"answerable_weight must be positive, got {answerable_weight}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.cfg = {"spans_key": spans_key, "max_answer_tokens": max_answer_tokens,
-                    "null_threshold": float(null_threshold), "no_answer": no_answer,
-                    "answerable_weight": float(answerable_weight)}
+                    "null_threshold": float(null_threshold), "no_answer": no_answer}
         self.scorer = scorer
 
     def predict(self, docs: Iterable[Doc]) -> List[Optional[Prediction]]:
@@ -228,11 +221,7 @@ class SpanQA(TrainablePipe):
                 continue
             s = self.model.ops.to_numpy(s)
             gold = self._gold_rows(eg)
-            if self.cfg["no_answer"] == "classifier":
-                example_loss, d = _classifier_loss(s, gold, question_length(eg.predicted),
-                                                   self.cfg["answerable_weight"])
-            else:
-                example_loss, d = _span_softmax_loss(s, gold, question_length(eg.predicted))
+            example_loss, d = _LOSSES[self.cfg["no_answer"]](s, gold, question_length(eg.predicted))
             loss += example_loss
             grads.append(self.model.ops.asarray2f(d / n_qa))
         return loss / n_qa, grads
@@ -286,24 +275,25 @@ def _span_softmax_loss(scores: np.ndarray, gold: List[int], n_question: int) -> 
     return -float(log_probs[gold, [0, 1]].sum()), d
 
 
-def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int,
-                     answerable_weight: float = 1.0) -> Tuple[float, np.ndarray]:
+def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tuple[float, np.ndarray]:
     """The "classifier" loss of one question and its gradient: logistic loss of row 0's
-    answerable logit (times answerable_weight), plus, when answerable, the start and end
-    cross-entropy over the context tokens."""
+    answerable logit, plus, when answerable, the start and end cross-entropy over the
+    context tokens."""
     answerable = gold != [0, 0]
     logit = float(scores[0, 0])
     p = 1.0 / (1.0 + np.exp(-logit))
-    loss = answerable_weight * float(np.logaddexp(0.0, -logit) if answerable else np.logaddexp(0.0, logit))
+    loss = float(np.logaddexp(0.0, -logit) if answerable else np.logaddexp(0.0, logit))
     d = np.zeros(scores.shape, dtype=np.float64)
     if answerable:
         log_probs = _log_probs(scores, n_question, with_null=False)
         loss -= float(log_probs[gold, [0, 1]].sum())
         d = np.exp(log_probs)
         d[gold, [0, 1]] -= 1.0
-    d[0] = [answerable_weight * (p - float(answerable)), 0.0]
+    d[0] = [p - float(answerable), 0.0]
     return loss, d
 
+
+_LOSSES = {"span_softmax": _span_softmax_loss, "classifier": _classifier_loss}
 
 
 def _log_probs(scores: np.ndarray, n_question: int, with_null: bool = True) -> np.ndarray:
