@@ -31,9 +31,10 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
     unanswerable question scores 1 only when no answer is given). With unanswerable questions
     in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy, and
     qa_answerable_auc (see `answerable_auc`; from the answer groups' "margin" attrs, when every
-    prediction has one). Examples without a question (ordinary Docs of a corpus that mixes
+    prediction has one) and qa_hasans_forced_f1 (HasAns F1 of the best span whatever tau says,
+    from the groups' "best" attrs: how well the spans are learned, apart from answerability). Examples without a question (ordinary Docs of a corpus that mixes
     tasks) are not scored."""
-    rows, margins = [], []
+    rows, margins, forced = [], [], []
     for eg in examples:
         if not first_segment_end(eg.predicted):
             continue
@@ -42,6 +43,9 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
         margins.append(predicted.attrs.get("margin") if predicted is not None else None)
         golds = answer_texts(eg.reference)
         rows.append((bool(golds), *_best_scores(guess, golds or [""])))
+        if golds and predicted is not None and "best" in predicted.attrs:
+            best = predicted.attrs["best"]
+            forced.append(_best_scores(eg.predicted[best[0]:best[1]].text if best else "", golds)[1])
     if not rows:
         return {"qa_exact": None, "qa_f1": None}
     has, exact, f1 = (np.asarray(c) for c in zip(*rows))
@@ -52,6 +56,8 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
         scores["qa_noans_accuracy"] = float(exact[~has].mean())
         if None not in margins:
             scores["qa_answerable_auc"] = answerable_auc(margins, has)
+        if forced and len(forced) == int(has.sum()):
+            scores["qa_hasans_forced_f1"] = float(np.mean(forced))
     return scores
 
 

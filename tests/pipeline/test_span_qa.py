@@ -336,6 +336,23 @@ def test_scores_report_answerable_auc_from_the_margins():
     assert scores["qa_answerable_auc"] == pytest.approx(0.75)
 
 
+def test_scores_report_the_forced_span_f1_of_answerable_questions():
+    nlp = spacy.blank("en")
+
+    def example(best, answer, gold):
+        predicted, reference = make_qa_doc(nlp, "q ?", "the cat sat"), make_qa_doc(nlp, "q ?", "the cat sat")
+        predicted.spans["answer"] = [predicted[slice(*best)]] if answer else []
+        predicted.spans["answer"].attrs.update(best=best, margin=1.0 if answer else -1.0)
+        reference.spans["answer"] = [reference[3:4]] if gold else []  # "cat"
+        return Example(predicted, reference)
+
+    # Answerable: "cat" withheld (forced F1 1), "cat sat" answered (F1 2/3); the unanswerable one
+    # does not count. Withholding the first costs it HasAns F1, not forced F1.
+    scores = score_answers([example((3, 4), False, True), example((3, 5), True, True), example((2, 3), True, False)])
+    assert scores["qa_hasans_forced_f1"] == pytest.approx((1 + 2 / 3) / 2)
+    assert scores["qa_hasans_f1"] == pytest.approx((0 + 2 / 3) / 2)
+
+
 def test_scores_are_squads_exact_and_f1():
     nlp = spacy.blank("en")
 
