@@ -32,8 +32,8 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
     in the data, also SQuAD 2.0's split: qa_hasans_exact/_f1 and qa_noans_accuracy, and
     qa_answerable_auc (see `answerable_auc`; from the answer groups' "margin" attrs, when every
     prediction has one) and qa_hasans_forced_f1 (HasAns F1 of the best span whatever tau says,
-    from the groups' "best" attrs: how well the spans are learned, apart from answerability). Examples without a question (ordinary Docs of a corpus that mixes
-    tasks) are not scored."""
+    from the groups' "best" attrs: how well the spans are learned, apart from answerability).
+    Examples without a question (ordinary Docs of a corpus that mixes tasks) are not scored."""
     rows, margins, forced = [], [], []
     for eg in examples:
         if not first_segment_end(eg.predicted):
