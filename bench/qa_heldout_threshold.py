@@ -9,31 +9,19 @@ parts' F1 are pooled. The pipeline's own tau is not changed.
 """
 import argparse
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import List
 
 import numpy as np
 import spacy
 
-from spacy_bertfam.corpora.squad import answer_texts, qa_corpus
-from spacy_bertfam.pipeline.qa_scoring import _best_scores, best_null_threshold
-
-Row = Tuple[float, str, Sequence[str]]  # margin, best span's text, gold answers
+from spacy_bertfam.corpora.squad import qa_corpus
+from spacy_bertfam.pipeline.qa_scoring import ThresholdRow, best_null_threshold, f1_at_threshold, threshold_rows
 
 
-def part_rows(nlp, path: Path) -> List[Row]:
+def part_rows(nlp, path: Path) -> List[ThresholdRow]:
     examples = list(qa_corpus(path)(nlp))
-    key = nlp.get_pipe("span_qa").cfg["spans_key"]
-    rows = []
-    for doc, eg in zip(nlp.pipe([eg.predicted for eg in examples], batch_size=32), examples):
-        group = doc.spans[key]
-        best = group.attrs["best"]
-        rows.append((group.attrs["margin"], doc[best[0]:best[1]].text if best else "", answer_texts(eg.reference)))
-    return rows
-
-
-def f1_at(rows: Sequence[Row], tau: float) -> float:
-    return float(np.mean([_best_scores(text, list(golds) or [""])[1] if margin > tau else float(not golds)
-                          for margin, text, golds in rows]))
+    docs = nlp.pipe([eg.predicted for eg in examples], batch_size=32)
+    return threshold_rows(docs, [eg.reference for eg in examples], nlp.get_pipe("span_qa").cfg["spans_key"])
 
 
 def main() -> None:
@@ -50,7 +38,7 @@ def main() -> None:
         others = [row for j, part in enumerate(parts) if j != i for row in part]
         tau, _ = best_null_threshold(others)
         own_tau, own_f1 = best_null_threshold(rows)
-        f1 = f1_at(rows, tau)
+        f1 = f1_at_threshold(rows, tau)
         always_null = float(np.mean([not golds for _, _, golds in rows]))
         print(f"{path.name}: {len(rows)} questions, always-null {100 * always_null:.1f}; tau from the others "
               f"{tau:.3f}: F1 {100 * f1:.1f} ({100 * (f1 - always_null):+.1f}); its own tau {own_tau:.3f}: "

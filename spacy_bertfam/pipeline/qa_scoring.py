@@ -5,6 +5,7 @@ from collections import Counter
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
+from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
@@ -75,17 +76,43 @@ def answerable_auc(margins: Sequence[float], answerable: Sequence[bool]) -> Opti
     return float((below + 0.5 * tied).sum() / (len(positive) * len(negative)))
 
 
-def best_null_threshold(rows: Sequence[Tuple[float, str, Sequence[str]]]) -> Tuple[float, float]:
-    """The threshold tau with the best mean F1, and that F1.
+ThresholdRow = Tuple[float, str, Sequence[str]]  # margin, best span's text, gold answers (none: unanswerable)
 
-    rows: per question, the best span's log-score margin over "no answer", its text, and
-        the gold answer texts (none for an unanswerable question). A question is answered
-        when its margin > tau; candidates are 0 and the midpoints between sorted margins
-        (SQuAD 2.0's own evaluation searches the same way).
-    """
+
+def threshold_rows(docs: Iterable[Doc], golds: Iterable[Doc], spans_key: str = ANSWER_KEY) -> List[ThresholdRow]:
+    """Per processed QA Doc (with its gold Doc), what choosing tau needs: the margin of its best
+    span over "no answer", that span's text, and the gold answer texts."""
+    rows = []
+    for doc, gold in zip(docs, golds):
+        group = doc.spans[spans_key]
+        best = group.attrs["best"]
+        rows.append((group.attrs["margin"], doc[best[0]:best[1]].text if best else "", answer_texts(gold)))
+    return rows
+
+
+def _answered_and_withheld(rows: Sequence[ThresholdRow]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: its margin, its F1 when answered, and its F1 when withheld (1 if unanswerable)."""
     margins = np.asarray([m for m, _, _ in rows], dtype=np.float64)
     answered = np.asarray([_best_scores(text, list(golds) or [""])[1] for _, text, golds in rows])
     withheld = np.asarray([float(not golds) for _, _, golds in rows])
+    return margins, answered, withheld
+
+
+def f1_at_threshold(rows: Sequence[ThresholdRow], tau: float) -> float:
+    """Mean F1 when a question is answered exactly where its margin > tau."""
+    margins, answered, withheld = _answered_and_withheld(rows)
+    return float(np.where(margins > tau, answered, withheld).mean())
+
+
+def best_null_threshold(rows: Sequence[ThresholdRow]) -> Tuple[float, float]:
+    """The threshold tau with the best mean F1, and that F1.
+
+    rows: per question, the best span's log-score margin over "no answer", its text, and
+        the gold answer texts (none for an unanswerable question), see `threshold_rows`.
+        A question is answered when its margin > tau; candidates are 0 and the midpoints
+        between sorted margins (SQuAD 2.0's own evaluation searches the same way).
+    """
+    margins, answered, withheld = _answered_and_withheld(rows)
     finite = np.sort(margins[np.isfinite(margins)])
     candidates = np.unique(np.concatenate([[0.0], (finite[1:] + finite[:-1]) / 2, finite[:1] - 1, finite[-1:] + 1]))
     best = (-1.0, 0.0)

@@ -36,13 +36,13 @@ from spacy.vocab import Vocab
 from thinc.api import Model, chain
 from thinc.types import Floats2d
 
-from ..corpora.squad import ANSWER_KEY, answer_texts, question_length
+from ..corpora.squad import ANSWER_KEY, question_length
 from ..errors import ConfigError
 from ..heads.bi_attention import build_bi_attention
 from ..heads.span_logits import build_span_logits
 from ..pretrained import packaged_sizes
 from ..tokenization.words import first_segment_end
-from .qa_scoring import best_null_threshold
+from .qa_scoring import best_null_threshold, threshold_rows
 
 NO_ANSWER_MODES = ("span_softmax", "classifier")
 
@@ -199,10 +199,7 @@ class SpanQA(TrainablePipe):
     def tune_null_threshold(self, docs: Iterable[Doc], golds: Iterable[Doc]) -> Dict[str, float]:
         """Choose tau on processed dev QA Docs (with their gold Docs): the threshold with the best
         SQuAD F1, as the BERT paper does for SQuAD 2.0; it is set and returned with that F1."""
-        key = self.cfg["spans_key"]
-        rows = [(d.spans[key].attrs["margin"], d[slice(*d.spans[key].attrs["best"])].text
-                 if d.spans[key].attrs["best"] else "", answer_texts(g)) for d, g in zip(docs, golds)]
-        tau, f1 = best_null_threshold(rows)
+        tau, f1 = best_null_threshold(threshold_rows(docs, golds, self.cfg["spans_key"]))
         self.cfg["null_threshold"] = tau
         return {"null_threshold": tau, "qa_f1": f1}
 
