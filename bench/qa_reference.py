@@ -19,6 +19,10 @@ the always-null baseline.
     .venv/bin/python bench/qa_reference.py --data ../shared/data/qa/squad-v2.0-dev-part-a.json \
         --train-articles 0:24 --dev-articles 24:28 --steps 845 --lr 3e-4 \
         --extra-train ../shared/data/qa/squad-v1.1-dev-train-part.json:2:4 ...
+
+A run of hours can stop and go on: with `--state DIR` the training state (weights,
+optimizer, schedule, random state, step) is written there every 100 steps (`--state-every`), and a
+later run with the same arguments continues from it.
 """
 import argparse
 import json
@@ -110,6 +114,36 @@ def scores(guesses, margins, dev):
     return out
 
 
+def _run_args(args) -> dict:
+    """The arguments a continued run must share with the one it continues."""
+    return {k: str(v) for k, v in vars(args).items() if k not in ("state", "state_every", "save", "dev_questions")}
+
+
+def keep_state(args, model, opt, schedule, step: int, seconds: float) -> None:
+    args.state.mkdir(parents=True, exist_ok=True)
+    state = {"args": _run_args(args), "step": step, "seconds": seconds, "model": model.state_dict(),
+             "optimizer": opt.state_dict(), "schedule": schedule.state_dict(), "rng": torch.get_rng_state()}
+    torch.save(state, args.state / "state.tmp")
+    (args.state / "state.tmp").replace(args.state / "state.pt")
+
+
+def resume(args, model, opt, schedule) -> tuple[int, float]:
+    """(first step, training seconds already spent): from --state's file when there is one."""
+    path = args.state / "state.pt" if args.state else None
+    if path is None or not path.exists():
+        return 0, 0.0
+    state = torch.load(path, weights_only=True)
+    if state["args"] != _run_args(args):
+        raise SystemExit(f"{path} was written by a run with other arguments: {state['args']}. "
+                         "Give the same arguments, or another --state folder.")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
+    torch.set_rng_state(state["rng"])
+    print(f"continuing from step {state['step']} ({state['seconds']:.0f} s spent)", flush=True)
+    return state["step"], state["seconds"]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=300)
@@ -124,6 +158,8 @@ def main():
     parser.add_argument("--extra-train", action="append", default=[], metavar="JSON:START:END",
                         help="also train on these articles of another SQuAD file (repeatable)")
     parser.add_argument("--save", type=Path, help="save the trained model and tokenizer here")
+    parser.add_argument("--state", type=Path, help="keep the training state here and continue from it")
+    parser.add_argument("--state-every", type=int, default=100, help="steps between writes of --state")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     random.seed(args.seed)
@@ -142,8 +178,9 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}],
                             lr=args.lr, eps=1e-8)
     schedule = get_linear_schedule_with_warmup(opt, 50, args.steps)
-    start = time.time()
-    for step in range(args.steps):
+    first, done_s = resume(args, model, opt, schedule)
+    start = time.time() - done_s
+    for step in range(first, args.steps):
         model.train()
         chunk = [train[(step * args.per_step + k) % len(train)] for k in range(args.per_step)]
         enc, s, e = features(tok, chunk)
@@ -157,6 +194,8 @@ def main():
         opt.zero_grad()
         if step % 50 == 0:
             print(f"step {step} loss {out.loss.item():.3f} ({time.time() - start:.0f} s)", flush=True)
+        if args.state and (step + 1) % args.state_every == 0:
+            keep_state(args, model, opt, schedule, step + 1, time.time() - start)
     train_s = time.time() - start
     if args.save:
         model.save_pretrained(args.save)
