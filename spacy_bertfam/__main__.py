@@ -157,6 +157,7 @@ def _evaluate_qa(model: str, data: str, output: Optional[str], tune: bool = Fals
         qa = nlp.get_pipe("span_qa")
         docs = list(nlp.pipe([eg.predicted for eg in examples]))
         tuned = qa.tune_null_threshold(docs, [eg.reference for eg in examples])
+        nlp.get_pipe_config("span_qa")["null_threshold"] = tuned["null_threshold"]  # config.cfg agrees
         nlp.to_disk(model)
         print(f"null_threshold {tuned['null_threshold']:.4f} (F1 {tuned['qa_f1']:.4f} on {data}) saved in {model}")
     scores = nlp.evaluate(examples)

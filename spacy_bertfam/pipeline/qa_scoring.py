@@ -14,15 +14,16 @@ from ..tokenization.words import first_segment_end
 
 
 @registry.scorers("spacy-bertfam.span_qa_scorer.v1")
-def make_span_qa_scorer(spans_key: str = ANSWER_KEY) -> Callable:
+def make_span_qa_scorer(spans_key: Optional[str] = None) -> Callable:
     """`spacy-bertfam.span_qa_scorer.v1`: SQuAD exact match and token F1 (qa_exact, qa_f1), see
     `score_answers`.
 
-    spans_key (str): the doc.spans key of the predicted answer; gold answers are read from the
-        reference's doc.spans["answers"], else ["answer"].
+    spans_key (Optional[str]): the doc.spans key of the predicted answer; by default the
+        component's own (spaCy passes it with the component's settings), else "answer". Gold
+        answers are read from the reference's doc.spans["answers"], else ["answer"].
     """
-    def score(examples: Iterable[Example], **kwargs) -> Dict[str, float]:
-        return score_answers(examples, spans_key=spans_key)
+    def score(examples: Iterable[Example], **kwargs) -> Dict[str, Optional[float]]:
+        return score_answers(examples, spans_key=spans_key or kwargs.get("spans_key") or ANSWER_KEY)
 
     return score
 
@@ -80,11 +81,21 @@ ThresholdRow = Tuple[float, str, Sequence[str]]  # margin, best span's text, gol
 
 
 def threshold_rows(docs: Iterable[Doc], golds: Iterable[Doc], spans_key: str = ANSWER_KEY) -> List[ThresholdRow]:
-    """Per processed QA Doc (with its gold Doc), what choosing tau needs: the margin of its best
-    span over "no answer", that span's text, and the gold answer texts."""
+    """Per QA Doc processed by span_qa (with its gold Doc), what choosing tau needs: the margin
+    of its best span over "no answer", that span's text, and the gold answer texts. Docs
+    without a question (a corpus that mixes tasks) are passed over, as the scorer does."""
+    docs, golds = list(docs), list(golds)
+    if len(docs) != len(golds):
+        raise ValueError(f"threshold_rows: {len(docs)} processed Docs but {len(golds)} gold Docs; "
+                         "give one gold Doc per processed Doc, in the same order")
     rows = []
     for doc, gold in zip(docs, golds):
-        group = doc.spans[spans_key]
+        if not first_segment_end(doc):
+            continue
+        group = doc.spans.get(spans_key) if doc.spans else None
+        if group is None or "margin" not in group.attrs:
+            raise ValueError(f"threshold_rows: a QA Doc has no answer group doc.spans[{spans_key!r}] with a "
+                             "margin; run the pipeline (with span_qa) over the Docs first, e.g. nlp.pipe(docs)")
         best = group.attrs["best"]
         rows.append((group.attrs["margin"], doc[best[0]:best[1]].text if best else "", answer_texts(gold)))
     return rows
@@ -98,10 +109,14 @@ def _answered_and_withheld(rows: Sequence[ThresholdRow]) -> Tuple[np.ndarray, np
     return margins, answered, withheld
 
 
+def _mean_f1(margins: np.ndarray, answered: np.ndarray, withheld: np.ndarray, tau: float) -> float:
+    """The one rule: a question is answered exactly where its margin > tau."""
+    return float(np.where(margins > tau, answered, withheld).mean())
+
+
 def f1_at_threshold(rows: Sequence[ThresholdRow], tau: float) -> float:
     """Mean F1 when a question is answered exactly where its margin > tau."""
-    margins, answered, withheld = _answered_and_withheld(rows)
-    return float(np.where(margins > tau, answered, withheld).mean())
+    return _mean_f1(*_answered_and_withheld(rows), tau)
 
 
 def best_null_threshold(rows: Sequence[ThresholdRow]) -> Tuple[float, float]:
@@ -109,15 +124,20 @@ def best_null_threshold(rows: Sequence[ThresholdRow]) -> Tuple[float, float]:
 
     rows: per question, the best span's log-score margin over "no answer", its text, and
         the gold answer texts (none for an unanswerable question), see `threshold_rows`.
-        A question is answered when its margin > tau; candidates are 0 and the midpoints
-        between sorted margins (SQuAD 2.0's own evaluation searches the same way).
+        A question is answered when its margin > tau; candidates are 0, the midpoints
+        between sorted margins (SQuAD 2.0's own evaluation searches the same way), and one
+        below the smallest and above the largest margin (answer all, withhold all); ties go
+        to the tau nearest 0.
     """
+    if not len(rows):
+        raise ValueError("best_null_threshold: no QA questions to choose the threshold on; "
+                         "give processed QA Docs with their gold answers (SQuAD 2.0 dev data)")
     margins, answered, withheld = _answered_and_withheld(rows)
     finite = np.sort(margins[np.isfinite(margins)])
     candidates = np.unique(np.concatenate([[0.0], (finite[1:] + finite[:-1]) / 2, finite[:1] - 1, finite[-1:] + 1]))
     best = (-1.0, 0.0)
     for tau in candidates:
-        f1 = float(np.where(margins > tau, answered, withheld).mean())
+        f1 = _mean_f1(margins, answered, withheld, tau)
         if f1 > best[0] or (f1 == best[0] and abs(tau) < abs(best[1])):
             best = (f1, float(tau))
     return best[1], best[0]
@@ -127,9 +147,12 @@ def _best_scores(guess: str, golds: List[str]) -> Tuple[float, float]:
     return (max(float(_normalise(guess) == _normalise(g)) for g in golds), max(_token_f1(guess, g) for g in golds))
 
 
+_PUNCTUATION = frozenset(string.punctuation)
+
+
 def _normalise(text: str) -> str:
     """SQuAD's answer normalisation: lower case, no punctuation, articles or extra spaces."""
-    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
+    text = "".join(c for c in text.lower() if c not in _PUNCTUATION)
     return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
 

@@ -54,6 +54,9 @@ def ask_all(nlp: Language, asks: Iterable[Tuple[Doc, Sequence[str]]], *, compone
     tok2vec = qa.model.get_ref("tok2vec") if qa.model.has_ref("tok2vec") else None
     needed = [component]
     if isinstance(tok2vec, EncoderListener):  # the encoder it listens to runs on the QA Docs too
+        if tok2vec.linked_encoder is None:
+            raise ValueError(f"ask(): {component}'s listener has no encoder to listen to; add the encoder "
+                             f"component (e.g. bert_encoder) before {component}, then initialize the pipeline")
         needed.insert(0, tok2vec.linked_encoder)
     with nlp.select_pipes(enable=needed):
         processed = list(nlp.pipe(qa_docs, batch_size=batch_size))

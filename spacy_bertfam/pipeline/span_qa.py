@@ -122,7 +122,8 @@ class SpanQA(TrainablePipe):
 
     vocab (Vocab): the pipeline's vocab.
     model (Model[List[Doc], List[Floats2d]]): per doc, (1 + n_tokens, 2) start/end scores, row 0
-        "no answer" (`spacy-bertfam.SpanQA.v1`).
+        "no answer" (`spacy-bertfam.SpanQA.v1`, the cross-encoder head, or
+        `spacy-bertfam.BiAttentionQA.v1`).
     name (str): the component name.
     spans_key (str): where the answer is written and the gold answer read; the group's
         attrs["score"] holds the answer's probability (None for no answer).
@@ -198,7 +199,9 @@ class SpanQA(TrainablePipe):
 
     def tune_null_threshold(self, docs: Iterable[Doc], golds: Iterable[Doc]) -> Dict[str, float]:
         """Choose tau on processed dev QA Docs (with their gold Docs): the threshold with the best
-        SQuAD F1, as the BERT paper does for SQuAD 2.0; it is set and returned with that F1."""
+        SQuAD F1, as the BERT paper does for SQuAD 2.0; it is set and returned with that F1.
+        It lives in the component's cfg (cfg.json when saved, which spaCy reads after the
+        config when loading); `evaluate-qa --tune-threshold` writes it into the config too."""
         tau, f1 = best_null_threshold(threshold_rows(docs, golds, self.cfg["spans_key"]))
         self.cfg["null_threshold"] = tau
         return {"null_threshold": tau, "qa_f1": f1}
@@ -208,8 +211,8 @@ class SpanQA(TrainablePipe):
         classifier, the spans of answerable questions plus the answerable/unanswerable
         logistic loss), averaged over the batch's QA examples; examples without a question
         get no gradient."""
-        validate_examples(examples, "SpanQA.get_loss")
         examples = list(examples)
+        validate_examples(examples, "SpanQA.get_loss")
         n_qa = max(1, sum(1 for eg in examples if first_segment_end(eg.predicted)))
         loss, grads = 0.0, []
         for eg, s in zip(examples, scores):

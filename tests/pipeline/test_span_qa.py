@@ -16,7 +16,7 @@ from spacy_bertfam import ask, make_qa_doc
 from spacy_bertfam.__main__ import main
 from spacy_bertfam.corpora.squad import qa_corpus, read_squad
 from spacy_bertfam.encoders import torch_encoder
-from spacy_bertfam.pipeline.qa_scoring import answerable_auc, score_answers
+from spacy_bertfam.pipeline.qa_scoring import answerable_auc, best_null_threshold, make_span_qa_scorer, score_answers, threshold_rows
 from spacy_bertfam.pipeline.span_qa import _classifier_loss
 from spacy_bertfam.tokenization.words import FIRST_SEGMENT
 
@@ -234,6 +234,9 @@ def test_ordinary_docs_pass_through_and_are_missing_data_in_training(hf_bert_dir
 
     qa_only, mixed = loss(qa_examples(nlp)), loss(qa_examples(nlp) + [plain])
     assert mixed[0] == pytest.approx(qa_only[0]) and float(abs(mixed[1][-1]).sum()) == 0.0
+    examples = qa_examples(nlp)
+    scores = qa.model.predict(list(nlp.get_pipe("bert_encoder").pipe([eg.predicted for eg in examples])))
+    assert qa_only[0] > 0 and qa.get_loss(iter(examples), scores)[0] == pytest.approx(qa_only[0])  # a generator
     question = make_qa_doc(nlp, "who ?", "the cat")
     with pytest.raises(ValueError, match=r"has no doc.spans\['answer'\]"):
         loss([Example(question, question.copy())])
@@ -260,6 +263,15 @@ def test_null_threshold_withholds_exactly_the_answers_below_it(hf_bert_dir, tmp_
     # (the JSON cfg keeps 10 decimals; tau lies midway between margins, so no answer flips)
     loaded = spacy.load(tmp_path / "qa").get_pipe("span_qa").cfg["null_threshold"]
     assert loaded == pytest.approx(tuned["null_threshold"], abs=1e-9)
+    # evaluate-qa --tune-threshold: the same tau, saved in the component and in config.cfg alike.
+    qa.cfg["null_threshold"] = 0.0
+    nlp.to_disk(tmp_path / "qa")
+    DocBin(docs=[eg.reference for eg in qa_examples(nlp)]).to_disk(tmp_path / "qa.spacy")
+    main(["evaluate-qa", str(tmp_path / "qa"), str(tmp_path / "qa.spacy"), "--tune-threshold"])
+    config = spacy.util.load_config(tmp_path / "qa" / "config.cfg")
+    assert config["components"]["span_qa"]["null_threshold"] == pytest.approx(tuned["null_threshold"])
+    assert spacy.load(tmp_path / "qa").get_pipe("span_qa").cfg["null_threshold"] == pytest.approx(
+        tuned["null_threshold"], abs=1e-9)
 
 
 def test_ask_answers_with_spans_of_the_asked_doc(hf_bert_dir):
@@ -294,6 +306,42 @@ def test_ask_explains_bad_questions(hf_bert_dir):
         ask(nlp, nlp.make_doc(""), ["who ?"])
     with pytest.raises(ValueError, match="first segment of .* pieces leaves no room"):
         ask(nlp, doc, ["who " * 80 + "?"])
+    alone = spacy.blank("en")
+    alone.add_pipe("span_qa", config={"model": {"@architectures": "spacy-bertfam.SpanQA.v1", "tok2vec": listener()}})
+    with pytest.raises(ValueError, match="no encoder to listen to; add the encoder component"):
+        ask(alone, doc, ["who ?"])
+
+
+def test_tau_is_chosen_on_qa_docs_that_span_qa_has_processed(hf_bert_dir):
+    nlp = trained_qa(hf_bert_dir, steps=1)
+    examples = qa_examples(nlp)
+    docs = list(nlp.pipe([eg.predicted for eg in examples]))
+    golds = [eg.reference for eg in examples]
+    rows = threshold_rows(docs, golds)
+    assert [gold for _, _, gold in rows] == [[a] if a else [] for _, _, a in QA]
+    # An ordinary Doc of a corpus that mixes tasks is passed over, as the scorer passes it over.
+    plain = nlp("the cat sat")
+    assert threshold_rows(docs + [plain], golds + [plain.copy()]) == rows
+    with pytest.raises(ValueError, match="run the pipeline .* over the Docs first"):
+        threshold_rows([eg.predicted for eg in qa_examples(nlp)], golds)
+    with pytest.raises(ValueError, match="6 processed Docs but 5 gold Docs"):
+        threshold_rows(docs, golds[:5])
+    with pytest.raises(ValueError, match="no QA questions to choose the threshold on"):
+        best_null_threshold([])
+
+
+def test_scorer_reads_the_answers_where_the_component_writes_them(hf_bert_dir):
+    # spaCy passes a component's settings to its scorer: a span_qa with another spans_key is
+    # scored on its own answers (the factory's default scorer names no key).
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"model": TINY_ENCODER})
+    qa = nlp.add_pipe("span_qa", config={"model": {"@architectures": "spacy-bertfam.SpanQA.v1",
+                                                    "tok2vec": listener()}, "spans_key": "qa"})
+    predicted, reference = make_qa_doc(nlp, "q ?", "the cat sat"), make_qa_doc(nlp, "q ?", "the cat sat")
+    predicted.spans["qa"] = [predicted[3:4]]
+    reference.spans["answer"] = [reference[3:4]]
+    assert qa.score([Example(predicted, reference)])["qa_exact"] == 1.0
+    assert make_span_qa_scorer("answer")([Example(predicted, reference)], spans_key="qa")["qa_exact"] == 0.0
 
 
 def test_scores_split_answerable_and_unanswerable():
