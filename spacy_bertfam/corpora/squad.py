@@ -22,13 +22,20 @@ ANSWER_KEY = "answer"
 ALL_ANSWERS_KEY = "answers"
 
 
-def make_qa_doc(nlp: Language, question: str, context: str) -> Doc:
-    """The Doc `span_qa` answers: the question's tokens, then the context's."""
-    if not question.strip():
-        raise ValueError("The question is empty")
-    if not context.strip():
+def make_qa_doc(nlp: Language, question: str, context: Union[str, Doc]) -> Doc:
+    """The Doc `span_qa` answers: the question's tokens, then the context's. A context Doc
+    keeps its own tokens (not re-tokenized), so answer offsets map back to it exactly."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"every question must be a non-empty string, got {question!r}")
+    if not isinstance(context, (str, Doc)):
+        raise ValueError(f"the context must be a string or a Doc, got {type(context).__name__}")
+    if not (context.strip() if isinstance(context, str) else len(context)):
         raise ValueError("The context is empty: there is nothing to find an answer in")
-    q_doc, c_doc = nlp.make_doc(question.strip()), nlp.make_doc(context)
+    if isinstance(context, str):
+        c_doc = nlp.make_doc(context)
+    else:
+        c_doc = Doc(nlp.vocab, words=[t.text for t in context], spaces=[bool(t.whitespace_) for t in context])
+    q_doc = nlp.make_doc(question.strip())
     doc = Doc.from_docs([q_doc, c_doc], ensure_whitespace=True)
     doc.spans[FIRST_SEGMENT] = [doc[: len(q_doc)]]
     return doc

@@ -13,6 +13,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
+from ..corpora.squad import make_qa_doc
 from ..tokenization.words import FIRST_SEGMENT
 from .listener import EncoderListener
 
@@ -49,7 +50,7 @@ def ask_all(nlp: Language, asks: Iterable[Tuple[Doc, Sequence[str]]], *, compone
         if not len(doc):
             raise ValueError("ask(): the Doc is empty: there is nothing to find an answer in")
         for question in questions:
-            qa_docs.append(_qa_doc(nlp, question, doc))
+            qa_docs.append(make_qa_doc(nlp, question, doc))
             owners.append((d, question))
     tok2vec = qa.model.get_ref("tok2vec") if qa.model.has_ref("tok2vec") else None
     needed = [component]
@@ -72,14 +73,3 @@ def ask_all(nlp: Language, asks: Iterable[Tuple[Doc, Sequence[str]]], *, compone
         doc.spans[spans_key] = [Span(doc, a.span.start, a.span.end, label=a.question) for a in found]
         doc.spans[spans_key].attrs.update(questions=[a.question for a in found], scores=[a.score for a in found])
     return answers
-
-
-def _qa_doc(nlp: Language, question: str, doc: Doc) -> Doc:
-    """[question tokens][the Doc's own tokens], the question marked as the first segment."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"ask(): every question must be a non-empty string, got {question!r}")
-    q_doc = nlp.make_doc(question.strip())
-    context = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc])
-    qa_doc = Doc.from_docs([q_doc, context], ensure_whitespace=True)
-    qa_doc.spans[FIRST_SEGMENT] = [qa_doc[: len(q_doc)]]
-    return qa_doc

@@ -95,6 +95,20 @@ def test_pair_errors_are_explained(hf_bert_dir, tmp_path):
         nlp(doc)
     with pytest.raises(ValueError, match="The context is empty"):
         make_qa_doc(nlp, QUESTION, "  ")
+    with pytest.raises(ValueError, match="The context is empty"):
+        make_qa_doc(nlp, QUESTION, nlp.make_doc(""))
+    with pytest.raises(ValueError, match="every question must be a non-empty string, got None"):
+        make_qa_doc(nlp, None, CONTEXT)
+    with pytest.raises(ValueError, match="the context must be a string or a Doc, got list"):
+        make_qa_doc(nlp, QUESTION, ["the", "cat"])
+
+
+def test_a_context_doc_keeps_its_own_tokens():
+    nlp = spacy.blank("en")
+    context = spacy.tokens.Doc(nlp.vocab, words=["New York-based", "cats", "sat"], spaces=[True, False, False])
+    doc = make_qa_doc(nlp, "who sat ?", context)
+    assert [t.text for t in doc] == ["who", "sat", "?", "New York-based", "cats", "sat"]
+    assert doc.text == "who sat ? New York-based catssat" and len(doc.spans[FIRST_SEGMENT][0]) == 3
 
 
 QA = [  # (question, context, answer or None)
