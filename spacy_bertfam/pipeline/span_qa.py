@@ -175,7 +175,7 @@ class SpanQA(TrainablePipe):
         best = (int(starts[s]), int(starts[s] + length + 1))
         if classifier:  # log P(span | answerable) + log-odds of answerable
             answerable = float(scores[0, 0])
-            return Prediction(best, float(np.exp(total.max()) / (1.0 + np.exp(-answerable))),
+            return Prediction(best, float(np.exp(total.max()) * _sigmoid(answerable)),
                               float(total.max() + answerable))
         return Prediction(best, float(np.exp(total.max())), float(total.max() - (start[0] + end[0])))
 
@@ -281,7 +281,7 @@ def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tu
     context tokens."""
     answerable = gold != [0, 0]
     logit = float(scores[0, 0])
-    p = 1.0 / (1.0 + np.exp(-logit))
+    p = _sigmoid(logit)
     loss = float(np.logaddexp(0.0, -logit) if answerable else np.logaddexp(0.0, logit))
     d = np.zeros(scores.shape, dtype=np.float64)
     if answerable:
@@ -294,6 +294,11 @@ def _classifier_loss(scores: np.ndarray, gold: List[int], n_question: int) -> Tu
 
 
 _LOSSES = {"span_softmax": _span_softmax_loss, "classifier": _classifier_loss}
+
+
+def _sigmoid(x: float) -> float:
+    """The logistic function, without overflow for logits far below 0."""
+    return float(np.exp(-np.logaddexp(0.0, -x)))
 
 
 def _log_probs(scores: np.ndarray, n_question: int, with_null: bool = True) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Sentence-pair encoding and the span_qa component."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -181,6 +182,16 @@ def test_classifier_loss_gradient_is_its_derivative(gold):
     np.testing.assert_allclose(grad, numeric, atol=1e-6)
     # An unanswerable question teaches the answerable logit only, never the spans.
     assert (np.abs(grad[1:]).sum() == 0) == (gold == [0, 0])
+
+
+@pytest.mark.parametrize("logit", [-1000.0, 1000.0])
+def test_classifier_loss_of_far_logits_is_finite_and_quiet(logit):
+    scores = np.zeros((6, 2))
+    scores[0, 0] = logit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warnings
+        loss, d = _classifier_loss(scores, [0, 0], n_question=2)
+    assert loss == pytest.approx(max(logit, 0.0)) and d[0, 0] == pytest.approx(float(logit > 0))
 
 
 def test_unknown_no_answer_mode_is_refused(hf_bert_dir):
