@@ -60,6 +60,7 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
             "component's [model] block: " + "; ".join(differences)
         )
     load_state(module, checkpoint.state, source=checkpoint.source, optional=_HEADS)
+    model.shims[0].forget_copy()
     if checkpoint.tokenizer is not None:
         contract.tokenizer = checkpoint.tokenizer
     contract.source = checkpoint.source

@@ -373,18 +373,23 @@ class EncoderShim(PyTorchShim):
                 if param.grad is not None and param.grad.is_sparse:
                     param.grad = param.grad.to_dense()
             super().finish_update(optimizer)
+        self.forget_copy()
+
+    def forget_copy(self) -> None:
+        """Drop the int8/bf16 copy made for prediction: the weights changed in place (a
+        training step, a loaded checkpoint), so the next prediction copies them again."""
         self._copied_model = None
 
     def from_bytes(self, bytes_data):
-        self._copied_model = None
+        self.forget_copy()
         return super().from_bytes(bytes_data)
 
     @contextlib.contextmanager
     def use_params(self, params):
-        self._copied_model = None
+        self.forget_copy()
         with super().use_params(params):
             yield
-        self._copied_model = None
+        self.forget_copy()
 
 
 def contract_of(model: Model) -> EncoderContract:

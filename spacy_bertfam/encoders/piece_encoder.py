@@ -74,7 +74,8 @@ def build_piece_encoder(
     default_pooling: str,
     batch_pieces: int,
 ) -> Model[List[Doc], EncodedBatch]:
-    """Wrap a torch encoder (called as `encoder(ids, mask[, type_ids])` -> EncoderOutput).
+    """Wrap a torch encoder (run by `models.windowed.WindowedEncoder`, which says how it
+    is called) as a Model from Docs to their stored layer outputs.
 
     family: checkpoint family the encoder accepts ("bert", "gpt").
     n_layers: number of layer outputs (embedding output included).

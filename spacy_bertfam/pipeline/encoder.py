@@ -71,7 +71,7 @@ class EncoderComponent(TrainablePipe):
     drop_outputs (bool): delete the stored outputs after the last listener read them.
     sort_batches (int): in `nlp.pipe`, read up to this many batches ahead (and at most
         `READ_AHEAD_CALLS` × the encoder's `batch_pieces` tokens) and encode them sorted
-        by length (less padding); 1 keeps the original batches.
+        by length (less padding); 1 sorts within each batch only.
     precision (str): "fp32" (default), "bf16" (bfloat16 on CPU or GPU: training under
         autocast; prediction with a bfloat16 copy of the weights, or autocast for ELMo), "fp16" (autocast to float16 with gradient scaling,
         GPU only) or "int8" (prediction on a CPU with int8 linear layers,
@@ -104,6 +104,7 @@ class EncoderComponent(TrainablePipe):
         self.listener_map: Dict[str, List[EncoderListener]] = {}
         self._awaiting_backprop = False  # see finish_update
         self._deferred_sgd = None
+        self._pending_backprop: Optional[Callable[[None], None]] = None  # see _flush_backprop
         self.contract.layer_index(tensor_layer)
         if tensor_pooling is not None:
             check_pooling(tensor_pooling)
@@ -189,6 +190,7 @@ class EncoderComponent(TrainablePipe):
     # -- prediction ---------------------------------------------------------------
     def predict(self, docs: Iterable[Doc]) -> EncodedBatch:
         """Encode `docs`, computing only the layers in use."""
+        self._flush_backprop()
         self._sync()
         return self.model.predict(list(docs))
 
@@ -264,6 +266,7 @@ class EncoderComponent(TrainablePipe):
         """
         if losses is None:
             losses = {}
+        self._flush_backprop()
         validate_examples(examples, "EncoderComponent.update")
         losses.setdefault(self.name, 0.0)
         listeners = self.listeners
@@ -290,6 +293,7 @@ class EncoderComponent(TrainablePipe):
         def backprop(one: Optional[List[Dict[int, object]]]) -> None:
             accumulate(one)
             self._awaiting_backprop = False
+            self._pending_backprop = None
             if with_lm or any(d_encodings):
                 backprop_encoder(d_encodings)
                 optimizer = sgd if sgd is not None else self._deferred_sgd
@@ -301,6 +305,7 @@ class EncoderComponent(TrainablePipe):
             backprop(None)
             return losses
         self._awaiting_backprop = True
+        self._pending_backprop = backprop
         batch_id = EncoderListener.get_batch_id(docs)
         for listener in listeners[:-1]:
             listener.receive(batch_id, encodings, accumulate)
@@ -319,6 +324,23 @@ class EncoderComponent(TrainablePipe):
             self._deferred_sgd = sgd
             return
         self.model.finish_update(sgd)
+
+    def _flush_backprop(self) -> None:
+        """Backpropagate the last training step if its last linked listener never handed its
+        gradient back, with what the listeners that ran did hand back: that listener's
+        component skipped its update (spaCy's ner skips a batch without entity annotation,
+        e.g. a textcat batch of `batch_by_task`), or it was disabled or frozen. Called before
+        the encoder is next used: a training step, a prediction or saving."""
+        if self._pending_backprop is not None:
+            self._pending_backprop(None)
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        self._flush_backprop()
+        return super().to_bytes(exclude=exclude)
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        self._flush_backprop()
+        super().to_disk(path, exclude=exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "EncoderComponent":
         settings = dict(self.cfg)

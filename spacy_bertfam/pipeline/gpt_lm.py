@@ -11,7 +11,7 @@ rule. On top of that:
 - `lm_weight` (λ) adds λ × the LM loss on each training batch's own text to the
   task losses, as GPT-1 fine-tunes (Radford et al. 2018, §3.2: λ = 0.5).
 """
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -58,6 +58,11 @@ class GptLmComponent(EncoderComponent):
         self.contract.request_lm_loss(lm_weight)
         _ensure_lm_extensions()
         self.cfg.update({"lm_weight": lm_weight, "lm_scores": lm_scores})
+
+    def _keep_settings(self, settings: Dict) -> "GptLmComponent":
+        super()._keep_settings(settings)
+        self.contract.request_lm_loss(settings["lm_weight"])
+        return self
 
     @property
     def tokenizer(self) -> PieceTokenizer:

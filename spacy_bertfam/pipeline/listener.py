@@ -86,11 +86,6 @@ class EncoderListener(Model):
 
     def verify_inputs(self, inputs: List[Doc]) -> None:
         """A ValueError unless `inputs` are the Docs of the batch last received from the encoder."""
-        if self._batch_id is None and self._outputs is None:
-            raise ConfigError(
-                "The encoder listener received no outputs: the encoder must run before "
-                "the listening component in the pipeline"
-            )
         if self.get_batch_id(inputs) != self._batch_id:
             raise ValueError(
                 f"The encoder listener got a different batch than its encoder "
@@ -140,6 +135,9 @@ def _forward(model: EncoderListener, docs: List[Doc], is_train: bool) -> Tuple[L
         model.verify_inputs(docs)
         vectors, backprop_pooler = pooler(model._outputs, is_train)
         upstream_backprop = model._backprop
+        # Read once: the batch is not kept past its step (a later frozen-encoder update
+        # reads stored outputs, and the encoder's graph is not held alive by the listener).
+        model._batch_id = model._outputs = model._backprop = None
         grad_factor = model.attrs["grad_factor"]
 
         def backprop(d_vectors: List[Floats2d]) -> List[Doc]:

@@ -21,7 +21,7 @@ def pool_pieces(
 ) -> Tuple[Floats2d, Callable[[Floats2d], Floats2d]]:
     """Token vectors (n_tokens, W) from piece vectors (n_pieces, W).
 
-    token_pieces, token_lengths: see `types.DocEncoding` (every length >= 1). A piece
+    token_pieces, token_lengths: see `encoders.contract.DocEncoding` (every length >= 1). A piece
     shared by several tokens receives the sum of their gradients.
     """
     n_pieces, width = pieces.shape

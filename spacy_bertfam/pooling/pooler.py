@@ -108,7 +108,10 @@ def _forward(model: Model, encodings: List[DocEncoding], is_train: bool) -> Tupl
     def backprop(d_outputs: List[Floats2d]) -> List[dict]:
         d_combined = xp.concatenate(d_outputs) if d_outputs else ops.alloc2f(0, combined.shape[1])
         d_pooled = backprop_combine(d_combined)
-        d_layers = {layer: bp(d) for layer, bp, d in zip(layers, pool_backprops, d_pooled)}
+        d_layers: dict = {}
+        for layer, bp, d in zip(layers, pool_backprops, d_pooled):  # a layer listed twice gets both shares
+            d_layer = bp(d)
+            d_layers[layer] = d_layers[layer] + d_layer if layer in d_layers else d_layer
         return [
             {layer: d[off : off + n] for layer, d in d_layers.items()}
             for off, n in zip(offsets, piece_counts)

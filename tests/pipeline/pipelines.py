@@ -24,8 +24,9 @@ def listener(width: int = 32, **settings) -> Dict:
 
 
 def build(checkpoint, *, ner: Optional[Dict] = None, textcat: Optional[Dict] = None,
-          encoder: Optional[Dict] = None) -> Language:
-    """bert_encoder + ner (+ textcat) with listeners configured by `ner`/`textcat`; initialised."""
+          encoder: Optional[Dict] = None, textcat_first: bool = False) -> Language:
+    """bert_encoder + ner (+ textcat, after ner unless `textcat_first`) with listeners
+    configured by `ner`/`textcat`; initialised."""
     nlp = spacy.blank("en")
     nlp.add_pipe("bert_encoder", config={"model": TINY_ENCODER, **(encoder or {})})
     nlp.add_pipe("ner", config={"model": {
@@ -38,7 +39,7 @@ def build(checkpoint, *, ner: Optional[Dict] = None, textcat: Optional[Dict] = N
             "@architectures": "spacy.TextCatReduce.v1", "exclusive_classes": True,
             "use_reduce_first": False, "use_reduce_last": False, "use_reduce_max": False,
             "use_reduce_mean": True, "tok2vec": listener(**textcat),
-        }})
+        }}, before="ner" if textcat_first else None)
     nlp.config["initialize"]["components"]["bert_encoder"] = {
         "encoder_loader": {"@misc": "spacy-bertfam.CheckpointLoader.v1", "path": str(checkpoint)}
     }

@@ -175,6 +175,18 @@ def test_lm_loss_trains_decoder_once_per_update(gpt_dir):
         torch.testing.assert_close(delta_two[key], delta_one[key], atol=1e-7, rtol=1e-5)
 
 
+def test_lm_weight_given_at_load_time_wins(gpt_dir, tmp_path):
+    nlp, examples, opt = _textcat_nlp(gpt_dir, lm_weight=0.5)
+    nlp.to_disk(tmp_path / "p")
+    off = spacy.load(tmp_path / "p", config={"components": {"gpt_lm": {"lm_weight": 0.0}}})
+    assert off.get_pipe("gpt_lm").cfg["lm_weight"] == 0.0
+    _, delta = _step(off, examples, off.resume_training())
+    assert all(float(d.abs().max()) == 0.0 for d in delta.values())  # no LM loss: nothing trains it
+    on = spacy.load(tmp_path / "p")
+    _, delta = _step(on, examples, on.resume_training())
+    assert float(delta["pieces.weight"].abs().max()) > 0
+
+
 def test_torch_compile_gives_the_eager_features(gpt_dir):
     eager, compiled = gpt_nlp(gpt_dir), gpt_nlp(gpt_dir, component={"torch_compile": True})
     for text in (TEXT, " ".join([TEXT] * 12)):  # one window, then several (the causal window rule)

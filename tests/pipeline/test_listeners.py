@@ -3,12 +3,13 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from spacy.training import Example
 from spacy.util import load_model_from_config
 from thinc.api import SGD
 
 from spacy_bertfam.encoders import torch_encoder
 
-from .pipelines import build, examples, predictions
+from .pipelines import TRAIN, build, examples, predictions
 
 
 def encoder_weights(nlp):
@@ -80,6 +81,46 @@ def test_frozen_annotating_encoder_with_concat_of_last_four_layers(hf_bert_dir):
     assert losses["ner"] > 0
     doc = nlp("the cat sat on the mat")
     assert sorted(doc._.bertfam["bert_encoder"].layers) == [0, 1, 2, 3]
+
+
+def test_encoder_learns_when_its_last_listener_skips_the_step(hf_bert_dir):
+    # ner, the last listener here, skips a batch without entity annotation (a textcat batch of
+    # batch_by_task): textcat's gradient still trains the encoder, applied before its next use.
+    nlp = build(hf_bert_dir, ner={}, textcat={}, textcat_first=True)
+    assert nlp.get_pipe("bert_encoder").listening_components == ["textcat", "ner"]
+    cats_only = [Example.from_dict(nlp.make_doc(text), {"cats": ann["cats"]}) for text, ann in TRAIN]
+    before = encoder_weights(nlp)
+    losses = nlp.update(cats_only, sgd=nlp.create_optimizer())
+    assert losses["textcat"] > 0 and losses["ner"] == 0.0  # ner did not run
+    nlp("the cat sat")
+    assert "embeddings.pieces.weight" in changed(before, encoder_weights(nlp))
+    # Likewise with the last listener's component left out of the update.
+    before = encoder_weights(nlp)
+    nlp.update(examples(nlp), sgd=nlp.resume_training(), exclude=["ner"])
+    nlp.to_bytes()
+    assert "embeddings.pieces.weight" in changed(before, encoder_weights(nlp))
+
+
+def test_a_trained_pipeline_can_go_on_with_a_frozen_encoder(hf_bert_dir):
+    # The listeners do not keep the last training batch: updating the same examples with the
+    # encoder frozen reads the outputs it annotates, not the stale batch of the step before.
+    nlp = build(hf_bert_dir, ner={}, textcat={})
+    train(nlp, steps=1)
+    before = encoder_weights(nlp)
+    losses = train(nlp, steps=2, exclude=["bert_encoder"], annotates=["bert_encoder"])
+    assert losses["ner"] > 0 and changed(before, encoder_weights(nlp)) == []
+
+
+def test_a_layer_listed_twice_gets_both_gradient_shares(hf_bert_dir):
+    twice = build(hf_bert_dir, ner={"layers": [-1, 3]})  # the same layer of the tiny encoder
+    once = build(hf_bert_dir, ner={"layers": [-1]})
+    encodings = list(twice.get_pipe("bert_encoder").predict([eg.predicted for eg in examples(twice)]))
+    grads = []
+    for nlp in (twice, once):
+        vectors, backprop = pooler(nlp, "ner")(encodings, True)
+        grads.append(backprop([v * 0 + 1 for v in vectors]))
+    for d_twice, d_once in zip(*grads):  # the mean of a layer with itself is that layer
+        assert list(d_twice) == [3] and np.allclose(d_twice[3], d_once[3]) and np.abs(d_once[3]).max() > 0
 
 
 def test_listener_width_mismatch_is_explained(hf_bert_dir):

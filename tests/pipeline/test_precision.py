@@ -115,6 +115,12 @@ def test_reduced_precision_copy_follows_the_weights(tmp_path, precision):
     encoder.contract.request_precision("fp32")
     assert not np.array_equal(after, before)
     assert np.abs(after - nlp("the cat sat on the mat").tensor).max() < 0.1
+    # Likewise when other weights are loaded into the encoder.
+    encoder.contract.request_precision(precision)
+    copied = nlp("the cat sat on the mat").tensor  # made with a fresh copy
+    other = make_hf_bert(tmp_path / "other", seed=1)
+    encoder.initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(other))
+    assert not np.array_equal(nlp("the cat sat on the mat").tensor, copied)
 
 
 def test_torch_compile_predicts_as_eager_follows_updates_and_is_saved(tmp_path):
