@@ -21,7 +21,7 @@ from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
-from thinc.api import Model, set_dropout_rate
+from thinc.api import Model
 
 from ..encoders import DocEncoding, EncodedBatch, EncoderContract, contract_of
 from ..errors import ConfigError
@@ -171,6 +171,7 @@ class EncoderComponent(TrainablePipe):
 
     def _sync(self) -> None:
         """Ask the model for exactly the layers in use; mark the last listener."""
+        self._check_listeners_are_mine()
         contract = self.contract
         if self.cfg["store_all_layers"]:
             contract.request_layers(None)
@@ -182,6 +183,21 @@ class EncoderComponent(TrainablePipe):
         listeners = self.listeners
         for i, listener in enumerate(listeners):
             listener.drop_outputs_after_reading(self.cfg["drop_outputs"] and i == len(listeners) - 1)
+
+    def _check_listeners_are_mine(self) -> None:
+        """A ConfigError if a listener this encoder feeds was linked to another encoder since:
+        a listener with upstream "*" after two encoders is linked by both (spaCy links every
+        matching one) but reads one, so the other would train and store outputs for nothing."""
+        for component_name, listeners in self.listener_map.items():
+            for listener in listeners:
+                if listener.linked_encoder not in (None, self.name):
+                    raise ConfigError(
+                        f"The listener of '{component_name}' has upstream '{listener.upstream_name}' "
+                        f"and is linked to two encoders, '{self.name}' and '{listener.linked_encoder}': "
+                        f"set its upstream to the one it should read, e.g. "
+                        f"[components.{component_name}.model.tok2vec] upstream = \"{self.name}\" "
+                        "(the block that holds the listener)"
+                    )
 
     def _layers_read_here(self) -> set:
         """The layers this component reads itself when annotating (doc.tensor's)."""
@@ -262,7 +278,9 @@ class EncoderComponent(TrainablePipe):
 
         A causal encoder with an LM weight (gpt_lm) also backpropagates its language
         model loss on the batch's text, once, whatever the number of listeners; the
-        loss column of this component then shows that LM loss.
+        loss column of this component then shows that LM loss. `drop` (spaCy's
+        [training] dropout) does not reach the torch encoder: it applies the dropout
+        of its own config (e.g. BERT's hidden_dropout) whenever it is trained.
         """
         if losses is None:
             losses = {}
@@ -274,7 +292,6 @@ class EncoderComponent(TrainablePipe):
             return losses
         self._sync()
         docs = [eg.predicted for eg in examples]
-        set_dropout_rate(self.model, drop)
         encodings, backprop_encoder = self.model.begin_update(docs)
         with_lm = encodings.lm_loss is not None
         if with_lm:

@@ -162,6 +162,12 @@ class SpanQA(TrainablePipe):
         n, q, longest = len(doc), question_length(doc), self.cfg["max_answer_tokens"]
         if n <= q:  # no context tokens
             return Prediction(None, 0.0, -np.inf)
+        if not np.isfinite(scores).all():  # would read as "no answer" without a word
+            raise ValueError(
+                f"span_qa: the model's scores for the question '{doc[:q].text}' are not finite "
+                "(NaN or infinity): its weights are damaged or its training diverged. Load "
+                "another checkpoint, or train again with a lower learning rate."
+            )
         classifier = self.cfg["no_answer"] == "classifier"
         start, end = _log_probs(scores, q, with_null=not classifier).T
         # Best end for each start within max_answer_tokens: rows = starts, columns = lengths.
@@ -169,8 +175,6 @@ class SpanQA(TrainablePipe):
         ends = starts[:, None] + np.arange(longest)[None, :]
         valid = ends < n
         total = np.where(valid, start[1 + starts][:, None] + end[1 + np.minimum(ends, n - 1)], -np.inf)
-        if not total.size or not np.isfinite(total.max()):
-            return Prediction(None, 0.0, -np.inf)
         s, length = np.unravel_index(int(total.argmax()), total.shape)
         best = (int(starts[s]), int(starts[s] + length + 1))
         if classifier:  # log P(span | answerable) + log-odds of answerable

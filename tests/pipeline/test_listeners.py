@@ -9,7 +9,7 @@ from thinc.api import SGD
 
 from spacy_bertfam.encoders import torch_encoder
 
-from .pipelines import TRAIN, build, examples, predictions
+from .pipelines import TINY_ENCODER, TRAIN, build, examples, predictions
 
 
 def encoder_weights(nlp):
@@ -172,3 +172,13 @@ def test_listener_needs_encoder_outputs(hf_bert_dir):
     with nlp.select_pipes(disable=["bert_encoder"]):
         with pytest.raises(ValueError, match="Doc has no outputs of the encoder 'bert_encoder'"):
             nlp("the cat")
+
+
+def test_a_wildcard_listener_after_two_encoders_is_refused(hf_bert_dir):
+    nlp = build(hf_bert_dir)  # ner's listener has upstream "*"
+    nlp.add_pipe("bert_encoder", name="second", config={"model": TINY_ENCODER}, before="ner")
+    with pytest.raises(ValueError, match="'ner' has upstream '\\*' and is linked to two encoders, 'bert_encoder' and 'second'"):
+        nlp("the cat")
+    nlp.remove_pipe("second")  # relinked to the one encoder left
+    assert nlp.get_pipe("bert_encoder").listening_components == ["ner"]
+    assert len(nlp("the cat")) == 2

@@ -199,6 +199,15 @@ def test_unknown_no_answer_mode_is_refused(hf_bert_dir):
         qa_nlp(hf_bert_dir, no_answer="cls")
 
 
+def test_non_finite_scores_are_an_error_not_no_answer(hf_bert_dir):
+    nlp = qa_nlp(hf_bert_dir)
+    nlp.initialize(lambda: qa_examples(nlp))
+    head = next(node for node in nlp.get_pipe("span_qa").model.walk() if node.has_param("W"))
+    head.set_param("W", head.get_param("W") * np.nan)  # as after a diverged training
+    with pytest.raises(ValueError, match="scores for the question 'what sat on the mat \\?' are not finite"):
+        nlp(make_qa_doc(nlp, "what sat on the mat ?", "the cat sat on the mat ."))
+
+
 def answers(nlp):
     """Each QA pair's answer (start, end) and its probability (0 for none)."""
     docs = list(nlp.pipe([make_qa_doc(nlp, q, c) for q, c, _ in QA]))
