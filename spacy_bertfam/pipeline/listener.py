@@ -38,8 +38,10 @@ class EncoderListener(Model):
         self._outputs: Optional[List[DocEncoding]] = None
         self._backprop: Optional[Callable] = None
         # True from `initialize` until spaCy relinks the pipeline's listeners at the
-        # end of nlp.initialize: it initialises a listening component by predicting
-        # on docs the encoder has not seen, so only then zeros stand in.
+        # end of nlp.initialize, or until the first encoder outputs are read (a component
+        # initialised on its own is not relinked): spaCy initialises a listening
+        # component by predicting on docs the encoder has not seen, so only then zeros
+        # stand in.
         self._initializing = False
 
     def initialize(self, X=None, Y=None) -> "EncoderListener":
@@ -83,6 +85,7 @@ class EncoderListener(Model):
         self._batch_id = batch_id
         self._outputs = outputs
         self._backprop = backprop
+        self._initializing = False
 
     def verify_inputs(self, inputs: List[Doc]) -> None:
         """A ValueError unless `inputs` are the Docs of the batch last received from the encoder."""
@@ -113,6 +116,7 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
                 "during training, list it in [training] annotating_components too"
             )
         out.append(store[upstream])
+        model._initializing = False
         if model.attrs["drop_upstream_outputs"]:
             del store[upstream]
     return out

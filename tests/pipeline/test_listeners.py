@@ -9,7 +9,7 @@ from thinc.api import SGD
 
 from spacy_bertfam.encoders import torch_encoder
 
-from .pipelines import TINY_ENCODER, TRAIN, build, examples, predictions
+from .pipelines import TINY_ENCODER, TRAIN, build, examples, listener, predictions
 
 
 def encoder_weights(nlp):
@@ -182,3 +182,15 @@ def test_a_wildcard_listener_after_two_encoders_is_refused(hf_bert_dir):
     nlp.remove_pipe("second")  # relinked to the one encoder left
     assert nlp.get_pipe("bert_encoder").listening_components == ["ner"]
     assert len(nlp("the cat")) == 2
+
+
+def test_a_component_initialised_on_its_own_still_needs_encoder_outputs(hf_bert_dir):
+    nlp = build(hf_bert_dir)
+    textcat = nlp.add_pipe("textcat", config={"model": {
+        "@architectures": "spacy.TextCatReduce.v1", "exclusive_classes": True, "use_reduce_first": False,
+        "use_reduce_last": False, "use_reduce_max": False, "use_reduce_mean": True, "tok2vec": listener(),
+    }})
+    textcat.initialize(lambda: examples(nlp), nlp=nlp)  # zeros stand in for its shape inference
+    assert set(nlp("the cat").cats) == {"PET", "PLACE"}
+    with pytest.raises(ValueError, match="Doc has no outputs of the encoder 'bert_encoder'"):
+        textcat(nlp.make_doc("the cat"))  # no zeros once it has read real outputs
