@@ -102,9 +102,10 @@ class EncoderComponent(TrainablePipe):
         self.model = model
         self.name = name
         self.listener_map: Dict[str, List[EncoderListener]] = {}
-        self._awaiting_backprop = False  # see finish_update
         self._deferred_sgd = None
-        self._pending_backprop: Optional[Callable[[None], None]] = None  # see _flush_backprop
+        # The step's backprop while its last listener has not handed its gradient back:
+        # see finish_update and _flush_backprop.
+        self._pending_backprop: Optional[Callable[[None], None]] = None
         self.contract.layer_index(tensor_layer)
         if tensor_pooling is not None:
             check_pooling(tensor_pooling)
@@ -309,7 +310,6 @@ class EncoderComponent(TrainablePipe):
 
         def backprop(one: Optional[List[Dict[int, object]]]) -> None:
             accumulate(one)
-            self._awaiting_backprop = False
             self._pending_backprop = None
             if with_lm or any(d_encodings):
                 backprop_encoder(d_encodings)
@@ -321,7 +321,6 @@ class EncoderComponent(TrainablePipe):
         if not listeners:
             backprop(None)
             return losses
-        self._awaiting_backprop = True
         self._pending_backprop = backprop
         batch_id = EncoderListener.get_batch_id(docs)
         for listener in listeners[:-1]:
@@ -337,7 +336,7 @@ class EncoderComponent(TrainablePipe):
         would wait for the next batch. So the optimizer is kept and used as soon as
         the last listener's gradient is in.
         """
-        if getattr(self, "_awaiting_backprop", False):
+        if self._pending_backprop is not None:
             self._deferred_sgd = sgd
             return
         self.model.finish_update(sgd)
