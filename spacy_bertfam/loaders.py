@@ -111,12 +111,13 @@ def pretrained_loader(name: str = "all-MiniLM-L6-v2", checkpoint: Optional[Union
 
 
 @registry.misc("spacy-bertfam.RandomInit.v1")
-def random_init(vocab: Optional[Union[str, Path]] = None, lowercase: bool = True, seed: int = 0) -> EncoderLoader:
+def random_init(vocab: Optional[Union[str, Path]] = None, lowercase: Optional[bool] = None, seed: int = 0) -> EncoderLoader:
     """Random weights with a given vocabulary: for smoke runs and training from scratch.
 
     vocab (Optional[Path]): `tokenizer.json`, WordPiece `vocab.txt`, or a directory
         holding one; null for ELMo, which reads characters.
-    lowercase (bool): for a `vocab.txt`: the vocabulary is uncased.
+    lowercase (Optional[bool]): null follows the vocabulary's files (a bare `vocab.txt`:
+        uncased); true/false must agree with what they say.
     seed (int): torch seed for the initial weights.
     """
 

@@ -117,7 +117,8 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     layout = piece_layout(model)
     tokenizer = contract.tokenizer
     pieces = align_tokens(tokenizer, [token_words(doc, layout.words) for doc in docs],
-                          unk_id=tokenizer.piece_id(layout.unknown))
+                          unk_id=tokenizer.piece_id(layout.unknown),
+                          first_segments=[first_segment_end(doc) for doc in docs])
     sequences, starts, leads = _sequences(contract, docs, pieces)
     plan = plan_windows(
         sequences,

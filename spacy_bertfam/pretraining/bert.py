@@ -46,7 +46,8 @@ class SentenceSplitter:
 
 
 class InstanceMaker(ExampleMaker):
-    """Documents -> NSP instances; keeps the last `pool_size` documents for NotNext."""
+    """Documents -> NSP instances; keeps the last `pool_size` documents for NotNext, which is
+    never drawn from the document itself (a small corpus's pool holds its earlier epoch)."""
 
     def __init__(self, splitter: SentenceSplitter, *, seed: int, pool_size: int, max_length: int,
                  short_seq_prob: float, cls_id: int, sep_id: int):
@@ -54,7 +55,7 @@ class InstanceMaker(ExampleMaker):
         self.split = splitter
         self.seed = seed
         self.settings = dict(max_length=max_length, short_seq_prob=short_seq_prob, cls_id=cls_id, sep_id=sep_id)
-        self.pool: Deque[List[Sentence]] = deque(maxlen=pool_size)
+        self.pool: Deque[Tuple[int, List[Sentence]]] = deque(maxlen=pool_size)  # (document index, sentences)
         self.waiting: List[Tuple[DocKey, List[Sentence]]] = []
 
     def make(self, key: DocKey, text: str) -> List[Instance]:
@@ -64,18 +65,26 @@ class InstanceMaker(ExampleMaker):
         if not doc:
             return []
         if not self.pool:  # the very first document waits for another to draw NotNext from
-            self.pool.append(doc)
+            self.pool.append((key[1], doc))
             self.waiting.append((key, doc))
             return []
         out = []
         for waiting_key, waiting_doc in self.waiting:
-            out += self._instances(waiting_key, waiting_doc, [doc])
+            out += self._instances(waiting_key, waiting_doc, [(key[1], doc)])
         self.waiting = []
-        out += self._instances(key, doc, list(self.pool))
-        self.pool.append(doc)
+        out += self._instances(key, doc, self.pool)
+        self.pool.append((key[1], doc))
         return out
 
-    def _instances(self, key: DocKey, doc: List[Sentence], others: Sequence[List[Sentence]]) -> List[Instance]:
+    def _instances(self, key: DocKey, doc: List[Sentence], pool: Sequence[Tuple[int, List[Sentence]]]
+                   ) -> List[Instance]:
+        others = [other for index, other in pool if index != key[1]]
+        if not others:
+            raise ValueError(
+                "Next-sentence prediction draws its NotNext segments from other documents, but the "
+                "training corpus has one document only: give it more (e.g. the text corpus's "
+                "split = \"passages\" instead of \"chapters\")"
+            )
         rng = np.random.default_rng([self.seed, 1, *key])
         return document_instances(doc, others, rng, **self.settings)
 
@@ -85,6 +94,9 @@ class InstanceMaker(ExampleMaker):
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore what `state_dict` returned."""
+        if any(not isinstance(entry, tuple) for entry in state["pool"]):
+            raise ValueError("This pretraining state was saved by an earlier version of spacy-bertfam, "
+                             "whose NSP pool did not record documents: start the pretraining again")
         super().load_state_dict(state)
         self.pool = deque(state["pool"], maxlen=self.pool.maxlen)
         self.waiting = list(state["waiting"])
@@ -116,7 +128,7 @@ class BertPretraining(Objective):
     mask_rate: float
     whole_word: bool
     pool_size: int
-    lowercase: bool
+    lowercase: Optional[bool]
     vocab_documents: int
     heldout_examples: int
     seed: int
@@ -128,7 +140,8 @@ class BertPretraining(Objective):
             tokenizer = load_tokenizer(self.vocab, lowercase=self.lowercase)
         else:
             texts = first_texts(train_documents, self.vocab_documents)
-            tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces, lowercase=self.lowercase)
+            tokenizer = train_wordpiece(texts, vocab_size=self.config.n_pieces,
+                                        lowercase=self.lowercase is not False)
             logger.info("Trained a WordPiece vocabulary of %d pieces", tokenizer.n_pieces)
         self._use(tokenizer)
         config = replace(self.config, n_pieces=tokenizer.n_pieces, hidden_dropout=self.dropout,

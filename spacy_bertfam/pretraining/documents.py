@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence, Tuple, Union
+from typing import BinaryIO, Dict, Iterator, List, Sequence, Tuple, Union
 
 # Chapter headings of the public-domain books in assets/ and ../shared/data/raw_text:
 # "CHAPTER 1", "CHAPTER XIV", "CHAPTER 2. The Carpet-Bag.", "Genesis 1", "1 Samuel 3",
@@ -91,6 +91,8 @@ class DocumentReader:
         """(key, text) of each document of this part; `repeat` loops over epochs forever."""
         while True:
             yielded = False
+            # A pass resumed near the end of an epoch may find no document of this part left.
+            whole_epoch = self.state["file"] == 0 and self.state["offset"] == 0
             while self.state["file"] < len(self.files):
                 path = self.files[self.state["file"]]
                 for text, next_offset in self._read(path, self.state["offset"]):
@@ -102,7 +104,7 @@ class DocumentReader:
                 self.state.update(file=self.state["file"] + 1, offset=0)
             if not repeat:
                 return
-            if not yielded:
+            if not yielded and whole_epoch:
                 raise ValueError(f"The corpus {[str(f) for f in self.files]} has no {self.part} documents")
             self.state = {"epoch": self.state["epoch"] + 1, "file": 0, "offset": 0, "index": 0}
 
@@ -117,7 +119,7 @@ class DocumentReader:
         jsonl = path.suffix == ".jsonl"
         lines: List[str] = []
         with path.open("rb") as f:
-            f.seek(offset)
+            f.seek(offset or (0 if jsonl else _body_start(f)))
             while True:
                 start = f.tell()
                 raw = f.readline()
@@ -171,3 +173,15 @@ def first_texts(documents: Iterator[Tuple[DocKey, str]], n: int) -> Iterator[str
     """The texts of the first `n` documents (e.g. to train a vocabulary on)."""
     for _, (_, text) in zip(range(n), documents):
         yield text
+
+
+def _body_start(f: BinaryIO, max_lines: int = 1000) -> int:
+    """The offset after a Project Gutenberg START line among a file's first `max_lines`, or 0:
+    the header before it would otherwise be read as documents (as passages or lines)."""
+    for _ in range(max_lines):
+        raw = f.readline()
+        if not raw:
+            break
+        if _GUTENBERG_START.match(raw.decode("utf8", errors="replace")):
+            return f.tell()
+    return 0

@@ -78,7 +78,7 @@ def bert_pretraining(
     mask_rate: float = 0.15,
     whole_word: bool = False,
     pool_size: int = 50,
-    lowercase: bool = True,
+    lowercase: Optional[bool] = None,
     vocab_documents: int = 100000,
     heldout_instances: int = 512,
     seed: int = 0,
@@ -97,6 +97,8 @@ def bert_pretraining(
     short_seq_prob: chance that a document's instances aim at a random shorter length.
     whole_word: mask all pieces of a word together.
     pool_size: recent documents that NotNext segments are drawn from.
+    lowercase: null: a trained vocabulary is uncased, a given one is used as its files say;
+        true/false: the casing, which a given vocabulary's files must not contradict.
     vocab_documents: documents read to train the vocabulary.
     heldout_instances: held-out instances evaluated at every evaluation.
     """

@@ -6,7 +6,8 @@ give the alignment directly, so no character-offset matching is hand-written her
 Fallback for a token that yields no piece (a whitespace token, or characters the
 normaliser deletes, such as control characters): it shares the piece of the nearest
 preceding token, or of the following one at the start of a doc. A doc whose tokens
-yield no piece at all is encoded as one [UNK] piece that all its tokens share.
+yield no piece at all is encoded as one [UNK] piece that all its tokens share. A sentence
+pair's two segments are aligned each on its own, so that no piece crosses between them.
 """
 from dataclasses import dataclass
 from typing import List, Sequence
@@ -36,10 +37,28 @@ class DocPieces:
 
 
 def align_tokens(
-    tokenizer: PieceTokenizer, docs: Sequence[Sequence[str]], *, unk_id: int
+    tokenizer: PieceTokenizer, docs: Sequence[Sequence[str]], *, unk_id: int,
+    first_segments: Sequence[int] = (),
 ) -> List[DocPieces]:
-    """Tokenize each doc's token texts into pieces and align them to the tokens."""
-    return [_align(per_word, unk_id) for per_word in tokenizer.encode_words(docs)]
+    """Tokenize each doc's token texts into pieces and align them to the tokens.
+
+    first_segments: per doc, the tokens of a sentence pair's first segment (0: not a pair;
+        missing: none is).
+    """
+    out = []
+    for i, per_word in enumerate(tokenizer.encode_words(docs)):
+        n_first = first_segments[i] if i < len(first_segments) else 0
+        if n_first:
+            out.append(_joined(_align(per_word[:n_first], unk_id), _align(per_word[n_first:], unk_id)))
+        else:
+            out.append(_align(per_word, unk_id))
+    return out
+
+
+def _joined(a: DocPieces, b: DocPieces) -> DocPieces:
+    return DocPieces(ids=np.concatenate([a.ids, b.ids]),
+                     token_lengths=np.concatenate([a.token_lengths, b.token_lengths]),
+                     token_pieces=np.concatenate([a.token_pieces, b.token_pieces + a.n_pieces]))
 
 
 def _align(per_word: List[List[int]], unk_id: int) -> DocPieces:

@@ -35,6 +35,7 @@ class PieceTokenizer:
 
     def __init__(self, tokenizer: Optional[Tokenizer] = None):
         self._tok = _without_truncation(tokenizer) if tokenizer is not None else None
+        self._words_tok: Optional[Tokenizer] = None
 
     @property
     def is_loaded(self) -> bool:
@@ -92,12 +93,13 @@ class PieceTokenizer:
         return _to_encoded(enc)
 
     def encode_words(self, docs: Sequence[Sequence[str]]) -> List[List[List[int]]]:
-        """Pieces (no special pieces) of each word of each pre-split doc.
+        """Pieces of each word of each pre-split doc: never a special piece, even for a word
+        that spells one ("[SEP]", "<|endoftext|>"), which is text like any other.
 
         Returns, per doc, per word, the list of piece ids; a word may get none
         (whitespace, or characters that the normaliser removes).
         """
-        encs = self.tokenizer.encode_batch(
+        encs = self._words_tokenizer().encode_batch(
             [list(words) for words in docs], is_pretokenized=True, add_special_tokens=False
         )
         out = []
@@ -108,6 +110,14 @@ class PieceTokenizer:
                     per_word[word].append(piece)
             out.append(per_word)
         return out
+
+    def _words_tokenizer(self) -> Tokenizer:
+        """A copy that reads a Doc's text that spells a special piece ("[MASK]",
+        "<|endoftext|>") as text: the encoder's special pieces come from the layout alone."""
+        if self._words_tok is None:
+            self._words_tok = Tokenizer.from_str(self.tokenizer.to_str())
+            self._words_tok.encode_special_tokens = True
+        return self._words_tok
 
     def encode_plain(self, texts: Sequence[str]) -> List[Tuple[np.ndarray, np.ndarray]]:
         """Piece ids of each text without special pieces, and a bool array marking

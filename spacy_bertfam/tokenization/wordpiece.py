@@ -8,6 +8,7 @@ from tokenizers.implementations import BertWordPieceTokenizer
 from tokenizers.models import WordPiece
 from tokenizers.processors import BertProcessing
 
+from ..errors import ConfigError
 from .pieces import PieceTokenizer
 
 SPECIAL_PIECES = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -38,15 +39,17 @@ def wordpiece_from_vocab(
     return PieceTokenizer(Tokenizer.from_str(bwp.to_str()))
 
 
-def load_wordpiece(directory: Union[str, Path]) -> PieceTokenizer:
+def load_wordpiece(directory: Union[str, Path], *, lowercase: Optional[bool] = None) -> PieceTokenizer:
     """Load a checkpoint directory's WordPiece tokenizer.
 
     `tokenizer.json` wins when present; otherwise `vocab.txt` with the casing settings
     of `tokenizer_config.json` (`do_lower_case`, `strip_accents`, `tokenize_chinese_chars`).
+    lowercase: None follows the files (uncased where they say nothing); a value given is
+        used where they say nothing and must agree with them where they do.
     """
     directory = Path(directory)
     if (directory / "tokenizer.json").is_file():
-        return PieceTokenizer.from_file(str(directory / "tokenizer.json"))
+        return _load_json(directory / "tokenizer.json", lowercase)
     vocab = directory / "vocab.txt"
     if not vocab.is_file():
         raise FileNotFoundError(
@@ -58,10 +61,29 @@ def load_wordpiece(directory: Union[str, Path]) -> PieceTokenizer:
         settings = json.loads(cfg_path.read_text(encoding="utf8"))
     return wordpiece_from_vocab(
         vocab,
-        lowercase=settings.get("do_lower_case", True),
+        lowercase=_agreed_casing(lowercase, settings.get("do_lower_case"), cfg_path),
         strip_accents=settings.get("strip_accents"),
         handle_chinese_chars=settings.get("tokenize_chinese_chars", True),
     )
+
+
+def _load_json(path: Path, lowercase: Optional[bool]) -> PieceTokenizer:
+    normalizer = json.loads(path.read_text(encoding="utf8")).get("normalizer") or {}
+    if lowercase is not None and normalizer.get("type") == "BertNormalizer":
+        _agreed_casing(lowercase, normalizer.get("lowercase"), path)
+    return PieceTokenizer.from_file(str(path))
+
+
+def _agreed_casing(given: Optional[bool], stated: Optional[bool], source: Path) -> bool:
+    """The casing a vocabulary is used with: what its files state, else what was given, else uncased."""
+    if given is not None and stated is not None and bool(given) != bool(stated):
+        raise ConfigError(
+            f"lowercase = {given} disagrees with {source}, which says the vocabulary is "
+            f"{'uncased' if stated else 'cased'}; leave lowercase unset (null) to follow the file"
+        )
+    if stated is not None:
+        return bool(stated)
+    return True if given is None else bool(given)
 
 
 def train_wordpiece(
@@ -94,11 +116,15 @@ def train_wordpiece(
     return PieceTokenizer(tok)
 
 
-def load_tokenizer(path: Union[str, Path], *, lowercase: bool = True) -> PieceTokenizer:
-    """A tokenizer from a `tokenizer.json`, a WordPiece `vocab.txt`, or a directory of either."""
+def load_tokenizer(path: Union[str, Path], *, lowercase: Optional[bool] = None) -> PieceTokenizer:
+    """A tokenizer from a `tokenizer.json`, a WordPiece `vocab.txt`, or a directory of either.
+
+    lowercase: None follows the files (a bare `vocab.txt`: uncased); a value given must
+        agree with what a `tokenizer.json` or `tokenizer_config.json` says.
+    """
     path = Path(path)
     if path.is_dir():
-        return load_wordpiece(path)
+        return load_wordpiece(path, lowercase=lowercase)
     if path.suffix == ".json":
-        return PieceTokenizer.from_file(str(path))
-    return wordpiece_from_vocab(path, lowercase=lowercase)
+        return _load_json(path, lowercase)
+    return wordpiece_from_vocab(path, lowercase=_agreed_casing(lowercase, None, path))

@@ -136,3 +136,21 @@ def test_one_sentence_chunks_are_not_forced_to_notnext():
     # A document of one sentence gives no instance at all.
     one = iter([[Sentence(np.arange(10, 20), np.ones(10, dtype=bool))]] * 5)
     assert list(maker(lambda _: next(one), 64).examples(((0, d), "") for d in range(5))) == []
+
+
+def test_notnext_never_comes_from_the_document_itself_across_epochs():
+    """The pool outlives an epoch: with fewer documents than its size it held this document's
+    own earlier copy, and NotNext segments were drawn from it (30 of 157 here)."""
+    def split(text):
+        d = int(text)
+        return [Sentence(np.full(5, 1000 * d + k + 10), np.ones(5, dtype=bool)) for k in range(60)]
+
+    m = InstanceMaker(split, seed=0, pool_size=50, max_length=32, short_seq_prob=0.0, cls_id=1, sep_id=2)
+    notnext = [inst for epoch in range(6) for d in range(4) for inst in m.make((epoch, d), str(d))
+               if not inst.is_next]
+    assert len(notnext) > 100
+    assert all(inst.ids[1] // 1000 != inst.ids[inst.n_first] // 1000 for inst in notnext)
+    single = InstanceMaker(split, seed=0, pool_size=50, max_length=32, short_seq_prob=0.0, cls_id=1, sep_id=2)
+    assert single.make((0, 0), "0") == []  # waits for a second document
+    with pytest.raises(ValueError, match="one document only"):
+        single.make((1, 0), "0")

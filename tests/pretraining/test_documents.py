@@ -81,6 +81,32 @@ def test_a_restored_reader_goes_on_where_it_stopped():
     assert full[-1][0][0] == 1  # the second epoch
 
 
+@pytest.mark.parametrize("heldout_every", [0, 4])
+def test_a_reader_saved_after_its_epochs_last_train_document_resumes(tmp_path, heldout_every):
+    """Saved after the epoch's last train document (or with only held-out ones left), the
+    reader goes on with the next epoch; it raised "has no train documents"."""
+    (tmp_path / "c.txt").write_text("one a\n\ntwo b\n\nthree c\n\nfour d\n")
+    n_train = 4 if heldout_every == 0 else 3
+    full = texts(DocumentReader([tmp_path / "c.txt"], split="passages", heldout_every=heldout_every),
+                 repeat=True, n=n_train + 2)
+    reader = DocumentReader([tmp_path / "c.txt"], split="passages", heldout_every=heldout_every)
+    first = texts(reader, repeat=True, n=n_train)
+    resumed = DocumentReader([tmp_path / "c.txt"], split="passages", heldout_every=heldout_every)
+    resumed.load_state_dict(reader.state_dict())
+    assert first + texts(resumed, repeat=True, n=2) == full
+    assert full[n_train][0] == (1, 0)
+
+
+@pytest.mark.parametrize("split", ["passages", "lines", "chapters"])
+def test_a_gutenberg_header_is_not_a_document(tmp_path, split):
+    (tmp_path / "g.txt").write_text(
+        "The Project Gutenberg eBook of Emma\n\nThis eBook is for the use of anyone anywhere.\n\n"
+        "*** START OF THE PROJECT GUTENBERG EBOOK EMMA ***\n\nEmma Woodhouse, handsome.\n\n"
+        "She was the youngest.\n\n*** END OF THE PROJECT GUTENBERG EBOOK EMMA ***\n\nLicense text.\n")
+    docs = [t for _, t in texts(DocumentReader([tmp_path / "g.txt"], split=split, part="all"))]
+    assert " ".join(docs).split() == "Emma Woodhouse, handsome. She was the youngest.".split()
+
+
 def test_shuffle_buffer_is_bounded_deterministic_and_resumable():
     buffer = ShuffleBuffer(50, seed=3)
     out = list(buffer.shuffle(range(1000)))

@@ -54,3 +54,12 @@ def test_train_byte_bpe():
     assert 256 < tok.n_pieces <= 300 and tok.piece_id("<|endoftext|>") == 0
     assert len(tok.encode("the cat").ids) < len("the cat")  # merges learned
     assert tok.decode(tok.encode("unseen wörds 🙂").ids) == "unseen wörds 🙂"  # bytes cover all
+
+
+def test_a_word_that_spells_end_of_text_is_text():
+    """In a Doc, "<|endoftext|>" is characters, not GPT-2's document separator."""
+    ours = byte_bpe_from_files(GPT2 / "encoder.json", GPT2 / "vocab.bpe")
+    eot = ours.piece_id("<|endoftext|>")
+    per_word = ours.encode_words([["foo<|endoftext|>bar", " <|endoftext|>"]])[0]
+    assert all(pieces and eot not in pieces for pieces in per_word), per_word
+    assert ours.decode([p for pieces in per_word for p in pieces]) == "foo<|endoftext|>bar <|endoftext|>"

@@ -66,3 +66,32 @@ def test_train_wordpiece_learns_vocabulary():
 def test_unknown_piece_is_named(minilm_dir):
     with pytest.raises(ValueError, match="no piece '<nope>'"):
         load_wordpiece(minilm_dir).piece_id("<nope>")
+
+
+def test_casing_given_for_a_folder_is_used_and_checked(tmp_path):
+    """A cased vocab.txt in a folder with nothing saying its casing is read with the lowercase
+    given (it was lower-cased whatever was given); a tokenizer_config.json that says otherwise
+    is an error, not silently preferred."""
+    from spacy_bertfam.errors import ConfigError
+    from spacy_bertfam.tokenization import load_tokenizer
+
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Hello", "hello"]))
+    assert load_tokenizer(tmp_path, lowercase=False).encode_words([["Hello"]]) == [[[5]]]
+    assert load_tokenizer(tmp_path).encode_words([["Hello"]]) == [[[6]]]  # unset: uncased
+    (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": true}')
+    assert load_tokenizer(tmp_path).encode_words([["Hello"]]) == [[[6]]]
+    with pytest.raises(ConfigError, match="lowercase = False disagrees with .*tokenizer_config.json.*uncased"):
+        load_tokenizer(tmp_path, lowercase=False)
+
+
+def test_a_word_that_spells_a_special_piece_is_text(minilm_dir):
+    """A Doc saying "[SEP]" or "x[MASK]y" gets the pieces of those characters: only the
+    encoder's layout places [CLS]/[SEP], so user text cannot inject them."""
+    tok = load_wordpiece(minilm_dir)
+    special = set(tok.special_ids())
+    words = ["[SEP]", "x[MASK]y", "[CLS]", "hello"]
+    per_word = tok.encode_words([words])[0]
+    assert all(pieces and not special & set(pieces) for pieces in per_word), per_word
+    assert per_word[0] == [tok.piece_id("["), tok.piece_id("sep"), tok.piece_id("]")]
+    # Raw text keeps Hugging Face's reading (a pretraining corpus, a prompt): "[SEP]" is the piece.
+    assert tok.piece_id("[SEP]") in tok.encode("a [SEP] b").ids.tolist()[1:-1]
