@@ -117,15 +117,27 @@ def read(directory: Path) -> Checkpoint:
     files = _weight_files(directory)
     if len(files) != 1:
         raise CheckpointError(f"{source}: expected one HDF5 weight file, found {[f.name for f in files]}")
-    state: Dict[str, torch.Tensor] = {}
-    with h5py.File(files[0], "r") as weights:
-        missing = [path for _, path, _ in key_map(config) if path not in weights]
+    try:
+        state = _read_weights(h5py.File(files[0], "r"), files[0], config)
+    except OSError as e:  # h5py's error for a truncated or damaged file names neither
+        raise CheckpointError(f"{files[0]} cannot be read as HDF5 ({e}): the file is damaged or "
+                              "incomplete; download or copy it again") from None
+    return Checkpoint("elmo", config, state, None, source)
+
+
+def _read_weights(weights, path: Path, config: ElmoConfig) -> Dict[str, torch.Tensor]:
+    """Our tensors from an open bilm-tf HDF5 file (closed after); `config.n_words` from its softmax."""
+    with weights:
+        rows = key_map(config)
+        has_softmax = "softmax/W" in weights or "softmax/b" in weights
+        wanted = [source for _, source, _ in rows] + (["softmax/W", "softmax/b"] if has_softmax else [])
+        missing = [source for source in wanted if source not in weights]
         if missing:
-            raise CheckpointError(f"{files[0]}: missing dataset(s) {sorted(set(missing))}")
-        for ours, path, convert in key_map(config):
-            state[ours] = torch.from_numpy(np.ascontiguousarray(convert(weights[path][...]))).float()
-        if "softmax/W" in weights:
+            raise CheckpointError(f"{path}: missing dataset(s) {sorted(set(missing))}")
+        state = {ours: torch.from_numpy(np.ascontiguousarray(convert(weights[source][...]))).float()
+                 for ours, source, convert in rows}
+        if has_softmax:
             state["softmax.weight"] = torch.from_numpy(weights["softmax/W"][...]).float()
             state["softmax.bias"] = torch.from_numpy(weights["softmax/b"][...]).float()
             config.n_words = state["softmax.weight"].shape[0]
-    return Checkpoint("elmo", config, state, None, source)
+    return state

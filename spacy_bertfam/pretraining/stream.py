@@ -68,9 +68,11 @@ class ExampleStream:
             self._iter = self.buffer.shuffle(self.maker.examples(docs))
         return self._iter
 
-    def batch(self, size: int, max_pieces: Optional[int] = None, length: Callable[[Any], int] = len) -> List[Numbered]:
+    def batch(self, size: int, max_pieces: Optional[int] = None, length: Callable[[Any], int] = len,
+              min_examples: int = 1) -> List[Numbered]:
         """The next batch: `size` examples or, with `max_pieces`, as many as fit in
-        that many pieces (at least one; the example that would overflow opens the next batch)."""
+        that many pieces (at least `min_examples`, e.g. one per process; the example that
+        would overflow opens the next batch)."""
         out: List[Numbered] = []
         total = 0
         examples = self._examples()
@@ -78,7 +80,7 @@ class ExampleStream:
             if self._peeked is None:
                 self._peeked = next(examples)
             n = length(self._peeked)
-            if max_pieces is not None and out and total + n > max_pieces:
+            if max_pieces is not None and len(out) >= min_examples and total + n > max_pieces:
                 break
             out.append((self.count, self._peeked))
             self.count += 1

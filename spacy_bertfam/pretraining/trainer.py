@@ -108,10 +108,26 @@ class Processes:
         return dict(zip(keys, tensor.tolist()))
 
     def sum_gradients(self, model: nn.Module) -> None:
-        """Sum the parameters' gradients over all processes, in one flat all-reduce."""
+        """Sum the parameters' gradients over all processes, in one flat all-reduce.
+
+        A parameter without a gradient here (an adaptive softmax's cluster that no target of
+        this share reached) takes part with zeros where another process has one, and keeps
+        none where no process has, as in one process; otherwise the flat tensors would differ
+        in size between processes.
+        """
         if self.world == 1:
             return
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        params = [p for p in model.parameters() if p.requires_grad]
+        holders = torch.tensor([p.grad is not None for p in params], dtype=torch.float64, device=self.device)
+        dist.all_reduce(holders)
+        grads = []
+        for p, n_holders in zip(params, holders.tolist()):
+            if n_holders:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                grads.append(p.grad)
+        if not grads:
+            return
         flat = torch.cat([g.reshape(-1) for g in grads])
         dist.all_reduce(flat)
         offset = 0
@@ -167,6 +183,9 @@ def pretrain(
     procs = Processes(device)
     output = Path(output)
     last = output / "last"
+    if procs.main:
+        _recover(last)
+    procs.barrier()
     if not resume and last.exists():
         raise FileExistsError(f"{output} holds a run already: resume it (--resume), start it over "
                               "(--overwrite) or choose another output")
@@ -206,7 +225,7 @@ def pretrain(
     while step < settings.max_steps:
         step += 1
         start = time.perf_counter()
-        numbered = stream.batch(settings.batch_size, settings.batch_pieces, objective.length)
+        numbered = stream.batch(settings.batch_size, settings.batch_pieces, objective.length, min_examples=procs.world)
         totals, stats, grad_norm = train_step(objective, model, optimizer, numbered, procs, settings)
         schedule.step()
         train_seconds += time.perf_counter() - start
@@ -241,8 +260,7 @@ def pretrain(
     bar.close()
     if procs.main and (step == settings.max_steps or out_of_time):
         final = output / "final"
-        shutil.rmtree(final, ignore_errors=True)
-        objective.save(model, final)
+        _write(final, objective, model)
         logger.info("Pretrained checkpoint: %s", final)
     procs.barrier()
     procs.close()
@@ -289,6 +307,12 @@ def train_step(objective: Objective, model: nn.Module, optimizer: torch.optim.Op
 
     Returns the global counts, the summed statistics and the gradient norm.
     """
+    if len(numbered) < procs.world:
+        # Every process sees the same global batch, so all of them stop here together.
+        raise ValueError(
+            f"A global batch of {len(numbered)} examples cannot give each of {procs.world} processes "
+            f"a share: raise training.batch_size to at least {procs.world}, or start fewer processes"
+        )
     mine = numbered[procs.rank :: procs.world]
     micro = [objective.collate(mine[k :: settings.accumulate]) for k in range(settings.accumulate)
              if mine[k :: settings.accumulate]]
@@ -324,17 +348,28 @@ def evaluate(objective: Objective, model: nn.Module, batches: List[Batch], devic
     return objective.report(stats, totals)
 
 
-def _write(directory: Path, objective: Objective, model: nn.Module, state: Dict[str, Any]) -> None:
-    """Replace `directory` with a new checkpoint, never leaving it half-written."""
+def _write(directory: Path, objective: Objective, model: nn.Module, state: Optional[Dict[str, Any]] = None) -> None:
+    """Replace `directory` with a new checkpoint (and training state), never leaving it
+    half-written: written beside it, then renamed (`_recover` undoes a kill between the renames)."""
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     objective.save(model, tmp)
-    torch.save(state, tmp / STATE_FILE)
+    if state is not None:
+        torch.save(state, tmp / STATE_FILE)
     old = directory.with_name(directory.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)  # left by a run killed while deleting it
     if directory.exists():
         directory.rename(old)
     tmp.rename(directory)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _recover(directory: Path) -> None:
+    """Put back the previous checkpoint where a write was killed between its two renames."""
+    old = directory.with_name(directory.name + ".old")
+    if not directory.exists() and old.exists():
+        old.rename(directory)
+        logger.warning("Recovered %s from %s (a checkpoint write had been interrupted)", directory, old)
 
 
 def _read_log(path: Path, step: int) -> List[Dict[str, Any]]:

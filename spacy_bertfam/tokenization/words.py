@@ -18,6 +18,9 @@ def token_words(doc: Doc, mode: str) -> List[str]:
     mode: "text" (the token's text), or "space_before" (the whitespace before the token,
         then its text, so that byte-level BPE sees " world" as GPT-2 does in running text;
         a pair's second segment starts a sequence of its own, so its first token has none).
+        A whitespace token (spaCy's for "  " or "\n\n") hands its last character to the
+        word after it, as GPT-2's pre-tokenizer does: "Hello  world" is "Hello", " ",
+        " world" and "a\n\nb" is "a", "\n", "\nb" (pieces "Ċ", "b"), as in running text.
     """
     if mode == "text":
         return [t.text for t in doc]
@@ -25,7 +28,13 @@ def token_words(doc: Doc, mode: str) -> List[str]:
         raise ValueError(f"Unknown word mode '{mode}'; expected one of {WORD_MODES}")
     # The whitespace before each token is the previous token's trailing whitespace.
     starts = {0, first_segment_end(doc)}
-    return [("" if t.i in starts else doc[t.i - 1].whitespace_) + t.text for t in doc]
+    words = [("" if t.i in starts else doc[t.i - 1].whitespace_) + t.text for t in doc]
+    for t in doc:
+        before = t.i - 1
+        if t.i not in starts and not t.is_space and doc[before].is_space and not doc[before].whitespace_:
+            words[t.i] = words[before][-1] + words[t.i]
+            words[before] = words[before][:-1]
+    return words
 
 
 def first_segment_end(doc: Doc) -> int:

@@ -129,3 +129,30 @@ def test_checkpoint_error_pickles_with_its_message():
     error = pickle.loads(pickle.dumps(CheckpointError("x.safetensors is truncated")))
     assert isinstance(error, CheckpointError) and str(error) == "x.safetensors is truncated"
     assert error.args == ("x.safetensors is truncated",)  # as for the ValueError it was
+
+
+def _bilm_copy(tmp_path: Path) -> Path:
+    from ..conftest import TEST_DATA
+
+    fixture = TEST_DATA / "elmo_test_fixture"
+    for name in ("options.json", "lm_weights.hdf5"):
+        (tmp_path / name).write_bytes((fixture / name).read_bytes())
+    return tmp_path / "lm_weights.hdf5"
+
+
+def test_truncated_bilm_hdf5_names_the_file(tmp_path):
+    """h5py's own error for a truncated download names no file and is no CheckpointError."""
+    weights = _bilm_copy(tmp_path)
+    weights.write_bytes(weights.read_bytes()[:2000])
+    with pytest.raises(CheckpointError, match=r"lm_weights.hdf5 cannot be read as HDF5 .*download or copy it again"):
+        read_checkpoint(tmp_path)
+
+
+def test_bilm_softmax_without_its_bias_is_named(tmp_path):
+    import h5py
+
+    weights = _bilm_copy(tmp_path)
+    with h5py.File(weights, "a") as f:
+        f["softmax/W"] = torch.zeros(10, 16).numpy()  # a softmax weight, its bias missing (a bare KeyError before)
+    with pytest.raises(CheckpointError, match=r"missing dataset\(s\) \['softmax/b'\]"):
+        read_checkpoint(tmp_path)

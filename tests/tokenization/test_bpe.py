@@ -63,3 +63,27 @@ def test_a_word_that_spells_end_of_text_is_text():
     per_word = ours.encode_words([["foo<|endoftext|>bar", " <|endoftext|>"]])[0]
     assert all(pieces and eot not in pieces for pieces in per_word), per_word
     assert ours.decode([p for pieces in per_word for p in pieces]) == "foo<|endoftext|>bar <|endoftext|>"
+
+
+def test_doc_words_give_gpt2_running_text_pieces_around_whitespace():
+    """Double spaces, paragraph breaks and tabs between words: a Doc's words encode to the
+    pieces GPT-2 gives the running text (before, "Hello  world" lost the space of " world"
+    and "\\n\\n" became one piece where running text has two)."""
+    import random
+
+    import spacy
+
+    from spacy_bertfam.tokenization.words import token_words
+
+    ours = byte_bpe_from_files(GPT2 / "encoder.json", GPT2 / "vocab.bpe")
+    nlp = spacy.blank("en")
+    rng = random.Random(0)
+    gaps = [" ", "  ", "   ", "\n", "\n\n", " \n", "\n ", "\t", " \t ", "\n\n\n", "\r\n"]
+    words = ["Hello", "world", "the", "Paris", "42", "cafés", "naïve", "x"]
+    texts = ["Hello  world", "Hello\n\nworld", "a\tb"] + [
+        "".join(rng.choice(words) + rng.choice(gaps) for _ in range(rng.randint(1, 8))) + rng.choice(words)
+        for _ in range(300)]
+    for text in texts:
+        doc = nlp(text)
+        pieces = [p for word in ours.encode_words([token_words(doc, "space_before")])[0] for p in word]
+        assert pieces == ours.tokenizer.encode(text, add_special_tokens=False).ids, repr(text)
