@@ -103,7 +103,7 @@ def winners(rows: List[Dict]) -> str:
         sentences.append(f"{title}: {label} leads with {best:.1f}{lead}.")
     fast = max((r for r in rows if r["words/s"]), key=lambda r: r["words/s"], default=None)
     if fast:
-        sentences.append(f"Fastest at inference on WNUT-17 dev: {fast['label']} ({fast['words/s']:,.0f} words/s).")
+        sentences.append(f"Fastest at inference on WNUT-17 dev (NER pipelines): {fast['label']} ({fast['words/s']:,.0f} words/s).")
     return " ".join(sentences)
 
 
@@ -122,8 +122,9 @@ def markdown(metrics: Path, rows: List[Dict], joint: List[Dict], profile: str) -
              "Written by `scripts/report.py` from `metrics/*.json` (the workflow's `report` step). Dev sets: "
              f"WNUT-17 dev ({examples(metrics, 'ner')} sentences), Banking77's held-out 10% "
              f"({examples(metrics, 'textcat')} texts), SQuAD v1.1 articles 38:41 ({examples(metrics, 'qa')} "
-             "questions); words/s: `nlp.evaluate`'s figure for the whole pipeline on WNUT-17 dev.", "",
-             "| setup | " + " | ".join(titles) + " | words/s | pretraining | parameters |",
+             "questions); words/s and parameters: the row's NER pipeline (its first run where it has no NER), "
+             "words/s being `nlp.evaluate`'s figure for the whole pipeline on WNUT-17 dev.", "",
+             "| setup | " + " | ".join(titles) + " | words/s (NER) | pretraining | parameters (NER) |",
              "|---|" + "---|" * (len(titles) + 3)]
     for r in rows:
         params = f"{r['params'] / 1e6:.1f} M" if r["params"] else "—"

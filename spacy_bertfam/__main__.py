@@ -138,9 +138,17 @@ def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -
 
     bounds = None
     if articles:
-        start, _, end = articles.partition(":")
+        start, colon, end = articles.partition(":")
+        if not colon or not (start or end) or not all(part.isdigit() for part in (start, end) if part):
+            raise SystemExit(f"convert-squad: --articles takes START:END (e.g. 0:36, or 38: to the end), "
+                             f"got {articles!r}")
         bounds = (int(start) if start else 0, int(end) if end else None)
     report = write_squad(input_path, output_path, spacy.blank("en"), articles=bounds)
+    if not report.questions:
+        Path(output_path).unlink()
+        raise SystemExit(f"convert-squad: no question in {input_path}"
+                         + (f" for --articles {articles}" if articles else "")
+                         + "; nothing written: choose articles the file has")
     print(f"{output_path}: {report.questions} questions ({report.unanswerable} without an answer), "
           f"{report.answers} gold answers, {report.widened} widened to whole tokens")
 
@@ -151,6 +159,9 @@ def _evaluate_qa(model: str, data: str, output: Optional[str], tune: bool = Fals
 
     from .corpora.squad import qa_corpus
 
+    if tune and not Path(model).is_dir():  # spacy.load prefers an installed package of that name
+        raise SystemExit(f"evaluate-qa: --tune-threshold saves the threshold into MODEL, so MODEL must be a "
+                         f"pipeline folder, not {model!r}: save the pipeline to a folder (nlp.to_disk) first")
     nlp = spacy.load(model)
     examples = list(qa_corpus(Path(data))(nlp))
     if tune:  # tau on these Docs, saved with the pipeline; the scores below use it

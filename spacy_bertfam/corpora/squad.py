@@ -20,6 +20,7 @@ from ..tokenization.words import FIRST_SEGMENT, first_segment_end
 
 ANSWER_KEY = "answer"
 ALL_ANSWERS_KEY = "answers"
+TEXTS_ATTR = "texts"  # doc.spans[ALL_ANSWERS_KEY].attrs: the answers as the dataset wrote them
 
 
 def make_qa_doc(nlp: Language, question: str, context: Union[str, Doc]) -> Doc:
@@ -80,13 +81,18 @@ def read_squad(
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             for qa in paragraph["qas"]:
-                doc = make_qa_doc(nlp, qa["question"], context)
+                try:
+                    doc = make_qa_doc(nlp, qa["question"], context)
+                except ValueError as e:
+                    raise ValueError(f"Question {qa.get('id', '?')} of article {article.get('title', '?')!r}: {e}") from None
                 offset = len(doc.text) - len(context)  # where the context starts in the Doc
                 spans = [_answer_span(doc, offset, a, qa.get("id", ""), report) for a in qa.get("answers", [])]
                 if not spans:
                     report.unanswerable += 1
                 doc.spans[ANSWER_KEY] = spans[:1]
                 doc.spans[ALL_ANSWERS_KEY] = spans
+                # The official texts: SQuAD's EM/F1 compare with these, not with a widened span.
+                doc.spans[ALL_ANSWERS_KEY].attrs[TEXTS_ATTR] = [a["text"] for a in qa.get("answers", [])]
                 report.questions += 1
                 report.answers += len(spans)
                 docs.append(doc)
@@ -142,8 +148,11 @@ def qa_corpus(path: Path, limit: int = 0, shuffle: bool = False) -> Callable[[La
 
 
 def answer_texts(doc: Doc, keys: Sequence[str] = (ALL_ANSWERS_KEY, ANSWER_KEY)) -> List[str]:
-    """The gold answers of a reference QA Doc (all of them when the converter kept them)."""
+    """The gold answers of a reference QA Doc (all of them when the converter kept them): the
+    dataset's own texts where the converter kept them, as SQuAD's scorer reads them (an answer
+    that cuts a token, e.g. "school" of "schools", is a widened span but still its text)."""
     for key in keys:
         if key in doc.spans:
-            return [s.text for s in doc.spans[key]]
+            group = doc.spans[key]
+            return list(group.attrs[TEXTS_ATTR]) if TEXTS_ATTR in group.attrs else [s.text for s in group]
     return []

@@ -13,16 +13,22 @@ def read_textcat_csv(
 ) -> List[Doc]:
     """One Doc per row with `doc.cats` one-hot over `labels` (default: those in the file)."""
     path = Path(path)
-    with path.open(encoding="utf8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    if rows and not {"text", "category"} <= set(rows[0]):
-        raise ValueError(f"{path}: expected the columns 'text' and 'category', found {list(rows[0])}")
-    labels = sorted({r["category"] for r in rows}) if labels is None else list(labels)
+    with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
+        reader = csv.DictReader(f)
+        rows = [(reader.line_num, row) for row in reader]  # a quoted field may span lines
+    if not rows:
+        raise ValueError(f"{path}: no rows of text and category")
+    if not {"text", "category"} <= set(rows[0][1]):
+        raise ValueError(f"{path}: expected the columns 'text' and 'category', found {list(rows[0][1])}")
+    for line, row in rows:
+        if not (row["category"] or "").strip():
+            raise ValueError(f"{path}:{line}: the row has no category")
+    labels = sorted({r["category"] for _, r in rows}) if labels is None else list(labels)
     known = set(labels)
     docs = []
-    for number, row in enumerate(rows, start=2):
+    for line, row in rows:
         if row["category"] not in known:
-            raise ValueError(f"{path}:{number}: unknown category {row['category']!r}")
+            raise ValueError(f"{path}:{line}: unknown category {row['category']!r}")
         doc = nlp.make_doc(row["text"])
         doc.cats = {label: float(label == row["category"]) for label in labels}
         docs.append(doc)
@@ -36,5 +42,8 @@ def split_heldout(docs: List[Doc], fraction: float, seed: int) -> Tuple[List[Doc
     order = list(range(len(docs)))
     random.Random(seed).shuffle(order)
     n_heldout = round(len(docs) * fraction)
+    if not 0 < n_heldout < len(docs):
+        raise ValueError(f"Holding out {fraction} of {len(docs)} docs leaves one side empty: "
+                         f"choose a fraction that keeps docs on both sides")
     heldout = set(order[:n_heldout])
     return [d for i, d in enumerate(docs) if i not in heldout], [docs[i] for i in sorted(heldout)]

@@ -11,7 +11,7 @@ rule. On top of that:
 - `lm_weight` (λ) adds λ × the LM loss on each training batch's own text to the
   task losses, as GPT-1 fine-tunes (Radford et al. 2018, §3.2: λ = 0.5).
 """
-from typing import Dict, Iterator, List, Optional, Sequence, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -23,7 +23,8 @@ from thinc.api import Model, xp2torch
 from ..encoders import EncodedBatch, piece_layout, torch_encoder
 from ..models.gpt import check_fits, check_sampling, first_piece_logprobs, generate, next_piece_logprobs
 from ..tokenization import PieceTokenizer
-from ..tokenization.words import token_words
+from ..tokenization.bpe import END_OF_TEXT
+from ..tokenization.words import first_segment_end, token_words
 from .encoder import DEFAULT_COMPONENT_CONFIG, EncoderComponent
 
 # GPT-2 small's sizes are the architecture's defaults (GptConfig's).
@@ -90,24 +91,43 @@ class GptLmComponent(EncoderComponent):
 
         Piece i + 1 is scored from the top layer at piece i, in the window where piece i
         has the most left context (the causal window rule), so the decoder does not run
-        again; the first piece is scored after the beginning-of-text piece. A token
-        sharing a neighbour's piece gets 0.0.
+        again; the first piece is scored after the beginning-of-text piece. A sentence
+        pair's segments were encoded as two texts, so each is scored as its own text. A
+        token sharing a neighbour's piece gets 0.0.
         """
         decoder = torch_encoder(self.model)
         top = self.contract.n_layers - 1
         words_ids = self.tokenizer.encode_words([token_words(d, piece_layout(self.model).words) for d in docs])
-        pieces = [np.asarray([p for word in doc_words for p in word], dtype=np.int64) for doc_words in words_ids]
-        per_doc = [np.zeros(0, dtype=np.float32) for _ in docs]
-        scored = [k for k, ids in enumerate(pieces) if len(ids)]
-        if scored:
+        hidden_rows, targets, firsts, where = [], [], [], []  # where: (doc, piece index of each first)
+        n_pieces = []
+        for k, (doc, doc_words) in enumerate(zip(docs, words_ids)):
+            row = 0  # the encoder's row of the segment's first piece
+            n_pieces.append(sum(map(len, doc_words)))
+            piece = 0
+            for begin, end in _segments(doc):
+                ids = [p for word in doc_words[begin:end] for p in word]
+                if ids:
+                    firsts.append(ids[0])
+                    where.append((k, piece))
+                    hidden_rows.append(encodings[k].layers[top][row:row + len(ids) - 1])
+                    targets += ids[1:]
+                piece += len(ids)
+                row += max(len(ids), 1)  # a segment without pieces was encoded as one [UNK]
+            if len(doc) and row != encodings[k].layers[top].shape[0]:
+                raise ValueError(f"{self.name}: the LM scores found {row} pieces in a Doc the "
+                                 f"encoder gave {encodings[k].layers[top].shape[0]} rows")
+        per_doc = [np.zeros(n, dtype=np.float32) for n in n_pieces]
+        if firsts:
             device = next(decoder.parameters()).device
-            hidden = torch.cat([xp2torch(encodings[k].layers[top][:-1], device=device) for k in scored])
-            targets = torch.as_tensor(np.concatenate([pieces[k][1:] for k in scored]), device=device)
-            following = next_piece_logprobs(decoder, hidden, targets).cpu().numpy()
-            first = first_piece_logprobs(decoder, self._bos_id())[[int(pieces[k][0]) for k in scored]].cpu().numpy()
-            bounds = np.cumsum([0] + [len(pieces[k]) - 1 for k in scored])
-            for j, k in enumerate(scored):
-                per_doc[k] = np.concatenate([first[j:j + 1], following[bounds[j]:bounds[j + 1]]])
+            hidden = torch.cat([xp2torch(h, device=device) for h in hidden_rows])
+            following = next_piece_logprobs(decoder, hidden, torch.as_tensor(targets, device=device)).cpu().numpy()
+            first = first_piece_logprobs(decoder, self._bos_id())[firsts].cpu().numpy()
+            used = 0
+            for j, (k, piece) in enumerate(where):
+                n_next = hidden_rows[j].shape[0]
+                per_doc[k][piece] = first[j]
+                per_doc[k][piece + 1:piece + 1 + n_next] = following[used:used + n_next]
+                used += n_next
         for doc, doc_words, scores in zip(docs, words_ids, per_doc):
             lengths = np.asarray([len(w) for w in doc_words], dtype=np.int64)
             running = np.concatenate([[0.0], np.cumsum(scores, dtype=np.float64)])
@@ -124,12 +144,17 @@ class GptLmComponent(EncoderComponent):
         top_k: Optional[int] = None,
         top_p: Optional[float] = None,
         seed: Optional[int] = None,
+        stop_at_end_of_text: bool = True,
     ) -> Iterator[Union[str, List[str]]]:
         """Continue one prompt (yields text increments) or several (yields lists of them).
 
         temperature 0 is greedy; otherwise sampling from softmax(logits / temperature)
         restricted to `top_k` pieces and/or the nucleus `top_p`; `seed` makes it
         reproducible. Uses the key/value cache; prompts are batched.
+        stop_at_end_of_text: a continuation ends at `<|endoftext|>` (GPT-2's end of a
+            document; not part of the text), as Hugging Face's `generate` ends at its EOS:
+            a finished prompt then gets "" while others go on, and generation ends when
+            all are finished. False continues for `max_new_tokens` pieces (a new document).
         """
         check_sampling(max_new_tokens, temperature, top_k, top_p)
         single = isinstance(prompts, str)
@@ -149,21 +174,30 @@ class GptLmComponent(EncoderComponent):
         generator = None
         if seed is not None:
             generator = torch.Generator(device=device).manual_seed(seed)
+        stop_id = self.tokenizer.tokenizer.token_to_id(END_OF_TEXT) if stop_at_end_of_text else None
         new: List[List[int]] = [[] for _ in texts]
         shown = [""] * len(texts)
+        done = [False] * len(texts)
         steps = generate(decoder, batch, mask, max_new_tokens=max_new_tokens, temperature=temperature,
                          top_k=top_k, top_p=top_p, generator=generator)
         for k, step in enumerate(steps):
             last = k == max_new_tokens - 1
             increments = []
             for i, piece in enumerate(step.tolist()):
-                new[i].append(piece)
+                if done[i]:
+                    increments.append("")
+                    continue
+                done[i] = piece == stop_id
+                if not done[i]:
+                    new[i].append(piece)
                 text = self.tokenizer.decode(new[i])
                 # Hold back a partial UTF-8 character until its last byte arrives.
-                ready = text[: len(text) - 1] if text.endswith("\ufffd") and not last else text
+                ready = text[: len(text) - 1] if text.endswith("\ufffd") and not (last or done[i]) else text
                 increments.append(ready[len(shown[i]):])
                 shown[i] = ready
             yield increments[0] if single else increments
+            if all(done):
+                return
 
 
 @Language.factory(
@@ -193,3 +227,9 @@ def make_gpt_lm(
         user_hooks=user_hooks, store_all_layers=store_all_layers, drop_outputs=drop_outputs,
         sort_batches=sort_batches, precision=precision, torch_compile=torch_compile,
     )
+
+
+def _segments(doc: Doc) -> List[Tuple[int, int]]:
+    """Token ranges encoded as texts of their own: a sentence pair's two segments, else the Doc."""
+    split = first_segment_end(doc)
+    return [(0, split), (split, len(doc))] if split else [(0, len(doc))]

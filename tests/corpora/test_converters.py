@@ -1,4 +1,5 @@
 """Corpus converters: counts on the real files, and the format rules on small ones."""
+import re
 import subprocess
 import sys
 
@@ -81,3 +82,50 @@ def test_convert_textcat_writes_named_train_and_dev_files(tmp_path):
     assert sizes == [15, 5]
     missing = subprocess.run(cmd[:5], capture_output=True, text=True)
     assert missing.returncode == 2 and "needs OUTPUT_DIR, or both --train-output and --dev-output" in missing.stderr
+
+
+def test_textcat_csv_from_a_spreadsheet_and_its_errors(tmp_path):
+    """A byte-order mark (Excel's UTF-8 CSV) was read as part of the first column's name; a row's
+    line number counted rows, not lines; an empty category became a label ""; a held-out fraction
+    could leave a side empty."""
+    nlp = spacy.blank("en")
+    csv = tmp_path / "intents.csv"
+    csv.write_text("\ufefftext,category\n\"two\nlines\",a\nthree,b\n", encoding="utf8")
+    assert [d.cats for d in read_textcat_csv(csv, nlp)] == [{"a": 1.0, "b": 0.0}, {"a": 0.0, "b": 1.0}]
+    csv.write_text("text,category\n\"two\nlines\",a\nthree,\n", encoding="utf8")
+    with pytest.raises(ValueError, match=r"intents.csv:4: the row has no category"):
+        read_textcat_csv(csv, nlp)
+    csv.write_text("text,category\n", encoding="utf8")
+    with pytest.raises(ValueError, match="no rows"):
+        read_textcat_csv(csv, nlp)
+    docs = [nlp.make_doc(t) for t in "abcd"]
+    for fraction in (0.1, 0.9):
+        with pytest.raises(ValueError, match="leaves one side empty"):
+            split_heldout(docs, fraction, seed=0)
+
+
+@pytest.mark.parametrize("articles, message", [
+    ("38", "--articles takes START:END"), ("0-1", "--articles takes START:END"),
+    ("500:600", "no question in .* for --articles 500:600; nothing written"),
+])
+def test_convert_squad_refuses_bad_article_slices(tmp_path, articles, message):
+    from ..conftest import TEST_DATA
+
+    out = tmp_path / "qa.spacy"
+    done = subprocess.run([sys.executable, "-m", "spacy_bertfam", "convert-squad",
+                           str(TEST_DATA / "squad" / "squad-v1.1-dev-3-articles.json"), str(out),
+                           "--articles", articles], capture_output=True, text=True)
+    assert done.returncode == 1 and not out.exists()
+    assert re.search(message, done.stderr), done.stderr
+
+
+def test_a_squad_question_that_cannot_be_read_is_named(tmp_path):
+    import json
+
+    from spacy_bertfam.corpora.squad import read_squad
+
+    data = {"data": [{"title": "Rhine", "paragraphs": [{"context": "The Rhine flows.", "qas": [
+        {"id": "q7", "question": "  ", "answers": [{"text": "Rhine", "answer_start": 4}]}]}]}]}
+    (tmp_path / "s.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"Question q7 of article 'Rhine': .*non-empty"):
+        read_squad(tmp_path / "s.json", spacy.blank("en"))

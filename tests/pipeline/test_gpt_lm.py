@@ -206,3 +206,61 @@ def test_bf16_features_and_scores_are_close_to_fp32(gpt_dir):
             error = np.linalg.norm(layers_a[k] - layers_b[k]) / np.linalg.norm(layers_a[k])
             assert 0 < error < 0.03, (k, error)  # it ran in bf16, and stays within bf16's ~3 digits
         assert b._.perplexity == pytest.approx(a._.perplexity, rel=0.02)
+
+
+def test_a_prediction_between_streamed_steps_does_not_turn_dropout_on(gpt_dir):
+    """thinc's shim leaves the decoder in training mode after a prediction: the next steps of a
+    streamed generation ran with dropout and came out different."""
+    nlp = gpt_nlp(gpt_dir, embedding_dropout=0.3, residual_dropout=0.3, attention_dropout=0.3)
+    pipe = nlp.get_pipe("gpt_lm")
+    uninterrupted = list(pipe.generate("The quick brown", 12))
+    steps = pipe.generate("The quick brown", 12)
+    streamed = [next(steps)]
+    nlp("another request")
+    assert torch_encoder(pipe.model).training  # what the generation has to cope with
+    streamed += list(steps)
+    assert streamed == uninterrupted
+
+
+def test_generation_may_use_every_position(gpt_dir):
+    """The last new piece is never fed back, so prompt + new - 1 positions suffice."""
+    pipe = gpt_nlp(gpt_dir).get_pipe("gpt_lm")
+    n_prompt = len(pipe.tokenizer.encode("The quick brown").ids)
+    assert len(list(pipe.generate("The quick brown", 64 - n_prompt + 1))) == 64 - n_prompt + 1
+    with pytest.raises(ValueError, match="exceeds the 64 positions"):
+        list(pipe.generate("The quick brown", 64 - n_prompt + 2))
+
+
+def test_a_continuation_ends_at_end_of_text(gpt_dir, monkeypatch):
+    import spacy_bertfam.pipeline.gpt_lm as gpt_lm
+
+    pipe = gpt_nlp(gpt_dir).get_pipe("gpt_lm")
+    tok = pipe.tokenizer
+    eot = tok.piece_id("<|endoftext|>")
+    a, b = tok.encode(" dog").ids.tolist()[0], tok.encode(" cat").ids.tolist()[0]
+    rows = [[a, eot, b, b], [b, a, a, b]]  # the first prompt's model ends its text at step 2
+
+    def scripted(decoder, batch, mask, *, max_new_tokens, **kwargs):
+        for k in range(max_new_tokens):
+            yield torch.tensor([row[k] for row in rows[: batch.shape[0]]])
+
+    monkeypatch.setattr(gpt_lm, "generate", scripted)
+    steps = list(pipe.generate(["x", "y"], 4))
+    assert ["".join(s[i] for s in steps) for i in (0, 1)] == [tok.decode([a]), tok.decode([b, a, a, b])]
+    assert steps[1][0] == "" and steps[2][0] == ""
+    rows[1] = [b, eot, a, a]
+    assert len(list(pipe.generate(["x", "y"], 4))) == 2  # all finished: no more steps
+    assert "".join(pipe.generate("x", 4, stop_at_end_of_text=False)) == tok.decode([a, eot, b, b])
+
+
+def test_lm_scores_of_a_sentence_pair_score_each_segment_as_its_own_text(gpt_dir):
+    """GPT encodes a pair's segments as two texts; the scores read the Doc as one stream (the
+    second segment's first piece from the first's last row, the rest from its own rows)."""
+    nlp = gpt_nlp(gpt_dir, component={"lm_scores": True})
+    pair = nlp.make_doc("Who ran? The dog ran fast")
+    pair.spans["first_segment"] = [pair[0:3]]
+    pair = nlp(pair)
+    a, b = nlp("Who ran?"), nlp("The dog ran fast")
+    np.testing.assert_allclose(pair._.token_logprobs,
+                               np.concatenate([a._.token_logprobs, b._.token_logprobs]), atol=1e-5)
+    assert np.isfinite(pair._.perplexity)

@@ -482,3 +482,27 @@ def test_squad_conversion_counts_and_reader(tmp_path):
     assert len(examples) == 85 + 76  # the questions of the first two articles
     assert all(FIRST_SEGMENT in eg.predicted.spans for eg in examples)
     assert all(eg.predicted.text == eg.reference.text for eg in examples)
+
+
+def test_widened_answers_are_scored_against_the_datasets_texts(tmp_path):
+    """An answer that cuts a token ("school" of "schools") is a widened span for training, but
+    EM/F1 compare with the dataset's text, as SQuAD's scorer does (the widened text was used)."""
+    from spacy_bertfam.corpora.squad import answer_texts, write_squad
+    from spacy_bertfam.pipeline.qa_scoring import score_answers
+
+    nlp = spacy.blank("en")
+    write_squad(V1, tmp_path / "dev.spacy", nlp)
+    examples = list(qa_corpus(tmp_path / "dev.spacy")(nlp))
+    data = json.loads(V1.read_text(encoding="utf8"))["data"]
+    official = [[a["text"] for a in qa["answers"]] for art in data for p in art["paragraphs"] for qa in p["qas"]]
+    assert [answer_texts(eg.reference) for eg in examples] == official
+    widened = [eg for eg, texts in zip(examples, official)
+               if texts != [s.text for s in eg.reference.spans["answers"]]]
+    assert widened
+    # Predicting a widened span itself is no longer always an exact match (it was, with its own text as gold).
+    for eg, texts in zip(examples, official):
+        if eg in widened:
+            i = next(i for i, (t, sp) in enumerate(zip(texts, eg.reference.spans["answers"])) if t != sp.text)
+            gold = eg.reference.spans["answers"][i]
+            eg.predicted.spans["answer"] = [eg.predicted.char_span(gold.start_char, gold.end_char)]
+    assert score_answers(widened)["qa_exact"] < 1.0

@@ -20,10 +20,11 @@ def check_sampling(max_new_tokens: int, temperature: float, top_k: Optional[int]
 
 def check_fits(model: GptDecoder, prompt_pieces: int, max_new_tokens: int) -> None:
     """A clear error when the prompt and the new pieces exceed the model's positions."""
-    if prompt_pieces + max_new_tokens > model.config.n_positions:
+    # The last new piece is picked, never fed back: it needs no position.
+    if prompt_pieces + max(max_new_tokens - 1, 0) > model.config.n_positions:
         raise ValueError(
             f"prompt of {prompt_pieces} pieces + {max_new_tokens} new pieces exceeds the "
-            f"{model.config.n_positions} positions of this model"
+            f"{model.config.n_positions} positions of this model (prompt + new - 1 must fit)"
         )
 
 
@@ -70,9 +71,8 @@ def generate(
     """
     check_sampling(max_new_tokens, temperature, top_k, top_p)
     check_fits(model, piece_ids.shape[1], max_new_tokens)
-    model.eval()
     ids, mask = piece_ids, attention_mask
-    out = model(ids, mask)
+    out = _in_eval_mode(model, ids, mask)
     for step in range(max_new_tokens):
         nxt = _pick(model.logits(out.layers[-1][:, -1]), temperature, top_k, top_p, generator)
         yield nxt
@@ -80,7 +80,19 @@ def generate(
             return
         mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
         if use_cache:
-            out = model(nxt[:, None], mask, cache=out.cache)
+            out = _in_eval_mode(model, nxt[:, None], mask, cache=out.cache)
         else:
             ids = torch.cat([ids, nxt[:, None]], dim=1)
-            out = model(ids, mask)
+            out = _in_eval_mode(model, ids, mask)
+
+
+def _in_eval_mode(model: GptDecoder, *args, **kwargs):
+    """One decoder call without dropout, whatever mode the module is in between the steps of
+    a streamed generation (a pipeline's own prediction in between leaves it in training mode:
+    thinc's shim does), and the mode it had afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        return model(*args, **kwargs)
+    finally:
+        model.train(was_training)
