@@ -4,6 +4,7 @@ convert-squad,evaluate-qa}`.
 Pretraining is a spaCy command: `python -m spacy bertfam-pretrain` (pretraining/cli.py).
 """
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -138,10 +139,11 @@ def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -
 
     bounds = None
     if articles:
-        start, colon, end = articles.partition(":")
-        if not colon or not (start or end) or not all(part.isdigit() for part in (start, end) if part):
+        match = re.fullmatch(r"(\d*):(\d*)", articles)
+        if not match or articles == ":":
             raise SystemExit(f"convert-squad: --articles takes START:END (e.g. 0:36, or 38: to the end), "
                              f"got {articles!r}")
+        start, end = match.groups()
         bounds = (int(start) if start else 0, int(end) if end else None)
     report = write_squad(input_path, output_path, spacy.blank("en"), articles=bounds)
     if not report.questions:

@@ -112,8 +112,9 @@ class GptLmComponent(EncoderComponent):
                     hidden_rows.append(encodings[k].layers[top][row:row + len(ids) - 1])
                     targets += ids[1:]
                 piece += len(ids)
-                row += max(len(ids), 1)  # a segment without pieces was encoded as one [UNK]
-            if len(doc) and row != encodings[k].layers[top].shape[0]:
+                if end > begin:  # tokens without any piece were encoded as one [UNK]
+                    row += max(len(ids), 1)
+            if row != encodings[k].layers[top].shape[0]:
                 raise ValueError(f"{self.name}: the LM scores found {row} pieces in a Doc the "
                                  f"encoder gave {encodings[k].layers[top].shape[0]} rows")
         per_doc = [np.zeros(n, dtype=np.float32) for n in n_pieces]
