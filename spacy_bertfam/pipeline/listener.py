@@ -176,10 +176,11 @@ def encoder_listener_v1(
 ) -> Model[List[Doc], List[Floats2d]]:
     """Token vectors from a shared encoder component (bert_encoder, elmo_features, gpt_lm).
 
-    width (int): output width: the encoder's width, × len(layers) for "concat".
+    width (int): output width: the encoder's width, × len(layers) for "concat", × 2 for "first_last".
     upstream (str): name of the encoder component, or "*" for any.
-    pooling (Optional[str]): "mean" | "first" | "last" piece of each token; null
-        uses the encoder family's default (mean for BERT, last piece for GPT).
+    pooling (Optional[str]): "mean" | "first" | "last" piece of each token, or "first_last" (both
+        side by side: width × 2); null uses the encoder family's default (mean for BERT, last
+        piece for GPT).
     layers (List[int]): layer outputs to use; 0 = embeddings, -1 = top.
         [-4, -3, -2, -1] with combine "concat" is BERT's feature-based setup.
     combine (str): "scalar_mix" (ELMo's learned γ·Σ softmax(s)_k h_k), "concat" or

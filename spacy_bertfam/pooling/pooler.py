@@ -14,7 +14,7 @@ from thinc.types import Floats1d, Floats2d
 
 from ..encoders.contract import DocEncoding, EncoderContract
 from ..errors import ConfigError
-from .pieces import check_pooling, pool_pieces
+from .pieces import check_pooling, pool_pieces, pooled_width
 
 COMBINES = ("scalar_mix", "concat", "mean")
 
@@ -24,7 +24,7 @@ def build_pooler(
 ) -> Model[List[DocEncoding], List[Floats2d]]:
     """Pool and combine the chosen layers of `DocEncoding`s into token vectors.
 
-    pooling: "mean" | "first" | "last", or None for the upstream family's default
+    pooling: "mean" | "first" | "last" | "first_last" (twice the width), or None for the upstream family's default
         (set by `link_pooler` when the listener is linked to its encoder).
     layers: layer indices, Python style (-1 = top).
     """
@@ -51,15 +51,18 @@ def build_pooler(
 def link_pooler(pooler: Model, contract: EncoderContract, *, where: str) -> None:
     """Resolve layer indices and pooling against the upstream encoder; check the width."""
     layers = [contract.layer_index(i) for i in pooler.attrs["layers"]]
-    expected = contract.width * len(layers) if pooler.attrs["combine"] == "concat" and len(layers) > 1 else contract.width
+    pooling = pooler.attrs["pooling"] or contract.default_pooling
+    expected = pooled_width(pooling, contract.width)
+    if pooler.attrs["combine"] == "concat" and len(layers) > 1:
+        expected *= len(layers)
     if pooler.get_dim("nO") != expected:
         raise ConfigError(
             f"{where}: width {pooler.get_dim('nO')} does not match the encoder's output: "
-            f"{len(layers)} layer(s) of width {contract.width} with combine "
+            f"{len(layers)} layer(s) of width {contract.width} with pooling '{pooling}' and combine "
             f"'{pooler.attrs['combine']}' give {expected}; set width = {expected}"
         )
     pooler.attrs["layer_ids"] = layers
-    pooler.attrs["resolved_pooling"] = pooler.attrs["pooling"] or contract.default_pooling
+    pooler.attrs["resolved_pooling"] = pooling
 
 
 def pooler_layers(pooler: Model) -> List[int]:
@@ -72,6 +75,11 @@ def pooler_layers(pooler: Model) -> List[int]:
 
 def pooler_input_width(pooler: Model) -> int:
     """Width of each layer the pooler reads."""
+    return _layer_width(pooler) // pooled_width(pooler.attrs["resolved_pooling"], 1)
+
+
+def _layer_width(pooler: Model) -> int:
+    """Width of one pooled layer before layers are combined."""
     k = len(pooler.attrs["layers"])
     return pooler.get_dim("nO") // (k if pooler.attrs["combine"] == "concat" else 1)
 
@@ -159,7 +167,7 @@ def _combine(model: Model, pooled: Iterator[Floats2d], k: int
     if k == 1:
         return next(pooled), lambda d: [d]
     if combine == "concat":
-        width = pooler_input_width(model)
+        width = _layer_width(model)
         Y = None
         for i, p in enumerate(pooled):
             if Y is None:

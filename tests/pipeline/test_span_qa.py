@@ -143,9 +143,9 @@ def qa_nlp(checkpoint, no_answer="span_softmax", **listener_settings):
     return nlp
 
 
-@pytest.mark.parametrize("no_answer", ["span_softmax", "classifier"])
-def test_span_qa_learns_answers_and_no_answer(hf_bert_dir, no_answer):
-    nlp = qa_nlp(hf_bert_dir, no_answer=no_answer)
+@pytest.mark.parametrize("no_answer,pooling", [("span_softmax", "first_last"), ("classifier", "mean")])
+def test_span_qa_learns_answers_and_no_answer(hf_bert_dir, no_answer, pooling):
+    nlp = qa_nlp(hf_bert_dir, no_answer=no_answer, pooling=pooling, width=64 if pooling == "first_last" else 32)
     fix_random_seed(0)
     nlp.initialize(lambda: qa_examples(nlp))
     # 80 steps at 0.003: every answer on each of 20 seeds tried (40 at 0.01 missed one on 4-6 of 10).
@@ -221,7 +221,7 @@ def assert_same_answers(got, want):
 
 
 def test_span_qa_saves_and_replaces_listeners(hf_bert_dir, tmp_path):
-    nlp = qa_nlp(hf_bert_dir)
+    nlp = qa_nlp(hf_bert_dir, pooling="first_last", width=64)  # as configs/qa.cfg reads tokens
     fix_random_seed(0)
     nlp.initialize(lambda: qa_examples(nlp))
     optimizer = Adam(0.01)

@@ -40,3 +40,29 @@ def test_combination_and_its_gradient(combine):
         share = d_token[i * WIDTH : (i + 1) * WIDTH] if combine == "concat" else d_token / len(LAYERS)
         np.testing.assert_allclose(grads[0][layer][1], share / 2, rtol=1e-6)
         np.testing.assert_allclose(grads[0][layer][2], share / 2, rtol=1e-6)
+
+
+def test_first_last_puts_a_tokens_first_and_last_pieces_side_by_side():
+    rng = np.random.default_rng(1)
+    encodings = _encodings(rng)
+    contract = EncoderContract(family="bert", n_layers=3, width=WIDTH, default_pooling="mean")
+    pooler = build_pooler(width=2 * WIDTH, pooling="first_last", layers=[2], combine="scalar_mix")
+    link_pooler(pooler, contract, where="test")
+    outputs, backprop = pooler.begin_update(encodings)
+    rows = encodings[0].layers[2]
+    np.testing.assert_allclose(outputs[0], np.stack([np.hstack([rows[0], rows[0]]), np.hstack([rows[1], rows[2]]),
+                                                     np.hstack([rows[3], rows[3]])]))
+    d_outputs = [rng.normal(size=out.shape).astype("f") for out in outputs]
+    d = backprop(d_outputs)[0][2]
+    d0 = d_outputs[0]
+    # A one-piece token's piece gets both halves; a two-piece token's first piece the start
+    # half and its last piece the end half.
+    np.testing.assert_allclose(d, np.stack([d0[0, :WIDTH] + d0[0, WIDTH:], d0[1, :WIDTH], d0[1, WIDTH:],
+                                            d0[2, :WIDTH] + d0[2, WIDTH:]]), rtol=1e-6)
+
+
+def test_first_last_asks_for_twice_the_width():
+    contract = EncoderContract(family="bert", n_layers=3, width=WIDTH, default_pooling="mean")
+    pooler = build_pooler(width=WIDTH, pooling="first_last", layers=[-1], combine="scalar_mix")
+    with pytest.raises(ValueError, match=f"set width = {2 * WIDTH}"):
+        link_pooler(pooler, contract, where="test")
