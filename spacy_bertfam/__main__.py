@@ -109,13 +109,16 @@ def _convert_ner(input_path: str, output_path: str) -> None:
     import spacy
     from spacy.tokens import DocBin
 
-    from .corpora import read_conll_ner
+    from .corpora import read_conll
 
-    docs = read_conll_ner(input_path, spacy.blank("en").vocab)
+    docs, opened_by_i = read_conll(input_path, spacy.blank("en").vocab)
     Path(output_path).parent.mkdir(parents=True, exist_ok=True)
     DocBin(docs=docs).to_disk(output_path)
     n_ents = sum(len(d.ents) for d in docs)
     print(f"{output_path}: {len(docs)} sentences, {n_ents} entities")
+    if opened_by_i:
+        print(f"{opened_by_i} of the entities began with an I- tag, not B- (IOB1 tagging, or BIO "
+              "with errors) and were read as beginning there")
 
 
 def _convert_textcat(input_path: str, train_path: Path, dev_path: Path, heldout: float, seed: int) -> None:

@@ -37,6 +37,10 @@ def test_iob1_and_docstart(tmp_path):
     path.write_text("-DOCSTART- O\n\nJohn I-PER\nSmith I-PER\nin O\nParis I-LOC\nI-LOC B-LOC\n", encoding="utf8")
     (doc,) = read_conll_ner(path, spacy.blank("en").vocab)
     assert [(e.text, e.label_) for e in doc.ents] == [("John Smith", "PER"), ("Paris", "LOC"), ("I-LOC", "LOC")]
+    # The converter says how many entities an I- opened (John Smith, Paris), not only how many there are.
+    out = subprocess.run([sys.executable, "-m", "spacy_bertfam", "convert-ner", str(path), str(tmp_path / "x.spacy")],
+                         capture_output=True, text=True, check=True).stdout
+    assert "1 sentences, 3 entities" in out and "2 of the entities began with an I- tag" in out, out
 
 
 def test_bad_lines_are_named(tmp_path):
