@@ -100,12 +100,15 @@ def test_shipped_configs_train_from_minilm(task, tmp_path, minilm_dir):
         assert set(doc.cats) == {"PET", "PLACE"} and sum(doc.cats.values()) == pytest.approx(1.0)
 
 
-def test_spacy_train_without_the_checkpoint_ends_in_the_message_alone(tmp_path):
-    """No traceback above what to do: a missing checkpoint is shown as spaCy shows config errors."""
+@pytest.mark.parametrize("command", ["train", "assemble"])
+def test_spacy_commands_without_the_checkpoint_end_in_the_message_alone(tmp_path, command):
+    """No traceback above what to do: a missing checkpoint is shown as spaCy shows config errors,
+    also by `spacy assemble`, which initialises the pipeline outside spaCy's own handler."""
     corpus = _corpus(tmp_path / "train.spacy")
     missing = tmp_path / "elmo_pretrain" / "final"
+    where = [] if command == "train" else [str(tmp_path / "assembled")]
     result = subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(CONFIGS.parents[1] / "configs" / "ner_elmo.cfg"),
+        [sys.executable, "-m", "spacy", command, str(CONFIGS.parents[1] / "configs" / "ner_elmo.cfg"), *where,
          "--paths.train", str(corpus), "--paths.dev", str(corpus), "--paths.elmo_checkpoint", str(missing)],
         capture_output=True, text=True,
     )

@@ -7,6 +7,10 @@ from typing import Any, Dict, List, Optional
 import typer
 from spacy.cli._util import Arg, Opt, app, parse_config_overrides, show_validation_error
 
+from ..cli_errors import install_excepthook
+
+install_excepthook()  # here because spaCy's CLI imports this module before running any command
+
 
 @app.command("bertfam-pretrain", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bertfam_pretrain_cli(
