@@ -11,7 +11,9 @@ at batch 8 and 32; English prose, the books cut into paragraphs of 50-300 words;
 documents of 2,000 words cut from the books. The machine's fp32 and bf16 matmul peaks
 are measured too, and the encoder's useful GFLOP/s (the arithmetic of its windows' real
 pieces over the time of its forward passes, both taken inside the timed `nlp.pipe` runs)
-is given as a share of the fp32 peak.
+is given as a share of the fp32 peak. For ours it also prints the encoder's share of the
+`nlp.pipe` time and the words/s the rest of the pipeline (tokenizer, alignment, listener,
+NER head, spaCy) allows on its own: the ceiling that no encoder speed-up can pass.
 
 --accuracy: the trained pipelines of the project (training/ner_bert, training/textcat_bert,
 model-best) scored on corpus/dev at each precision: WNUT-17 dev F1, Banking77 held-out
@@ -135,6 +137,7 @@ def measure(reps: int, threads: int, names) -> Dict:
     meters = {system: EncoderMeter(systems[system]) for system in ours}
     times: Dict = {(s, run): [] for s in systems for run in runs}
     encoder_rates: Dict = {(s, run): [] for s in ours for run in runs}
+    encoder_seconds: Dict = {(s, run): [] for s in ours for run in runs}
     for rep in range(reps):
         for run in runs:
             for system, nlp in systems.items():
@@ -144,6 +147,7 @@ def measure(reps: int, threads: int, names) -> Dict:
                 if system in meters:
                     seconds, flops = meters[system].reading()
                     encoder_rates[(system, run)].append(flops / seconds / 1e9)
+                    encoder_seconds[(system, run)].append(seconds)
         print(f"repetition {rep + 1}/{reps} done", flush=True)
     peak = {"fp32": matmul_peak(torch.float32)}
     if any("bf16" in s for s in systems):  # emulated bf16 (no AVX512-BF16) takes minutes at this size
@@ -157,6 +161,9 @@ def measure(reps: int, threads: int, names) -> Dict:
             if system in ours:
                 row["encoder_gflops"] = statistics.median(encoder_rates[(system, run)])
                 row["share_of_fp32_peak"] = row["encoder_gflops"] / peak["fp32"]
+                total, encoder = times[(system, run)], encoder_seconds[(system, run)]
+                row["encoder_share_of_time"] = statistics.median(e / t for e, t in zip(encoder, total))
+                row["rest_words_per_s"] = words[run[0]] / statistics.median(t - e for e, t in zip(encoder, total))
             rows.append(row)
     return {"threads": threads, "reps": reps, "matmul_peak_gflops": peak, "rows": rows}
 
@@ -196,11 +203,15 @@ def table(result: Dict) -> List[str]:
     peer = {(r["texts"], r["batch_size"]): r["words_per_s"] for r in rows if r["system"] == "peer_fp32"}
     lines = [f"{result['threads']} torch thread(s); median of {result['reps']} alternating repetitions. Matmul peak: "
              + ", ".join(f"{k} {v:.0f}" for k, v in result["matmul_peak_gflops"].items()) + " GFLOP/s.",
-             "", "| system | texts | batch | words/s | × peer fp32 | encoder GFLOP/s | % of fp32 peak |",
-             "|---|---|---|---|---|---|---|"]
+             "", "| system | texts | batch | words/s | × peer fp32 | encoder GFLOP/s | % of fp32 peak "
+             "| encoder's share of the time | words/s without the encoder (× peer) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        ratio = r["words_per_s"] / peer[(r["texts"], r["batch_size"])]
+        base = peer[(r["texts"], r["batch_size"])]
+        ratio = r["words_per_s"] / base
         enc = f"{r['encoder_gflops']:.0f} | {100 * r['share_of_fp32_peak']:.0f}%" if "encoder_gflops" in r else "— | —"
+        enc += (f" | {100 * r['encoder_share_of_time']:.0f}% | {r['rest_words_per_s']:,.0f} "
+                f"({r['rest_words_per_s'] / base:.1f}×)" if "rest_words_per_s" in r else " | — | —")
         lines.append(f"| {r['system']} | {r['texts']} | {r['batch_size']} | {r['words_per_s']:,.0f} | {ratio:.2f} | {enc} |")
     if result.get("accuracy"):
         lines += ["", "| task | precision | WNUT-17 F1 / B77 acc. | entities shared with fp32 |", "|---|---|---|---|"]
