@@ -20,7 +20,7 @@ Layer indices are Python style where a user writes them (-1 = top) and normalise
 import contextlib
 import copy
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Set
 
 import srsly
 import torch
@@ -67,6 +67,9 @@ class DocEncoding:
     layers: Dict[int, Floats2d]
     token_lengths: Ints1d
     token_pieces: Ints1d
+    # With the encoder's `drop_outputs`: the linked listeners (by id) that have not read this
+    # yet; the one that reads it last deletes it from the Doc, whatever order components run in.
+    unread_by: Set[int] = field(default_factory=set, compare=False, repr=False)
 
     @property
     def n_pieces(self) -> int:

@@ -9,7 +9,7 @@ What it does with its encoder Model (see `encoders.contract` for the Model's sid
   out when listeners are linked (`store_all_layers` keeps every layer), plus the
   piece<->token alignment. Listeners pool from there in prediction, so training,
   prediction and a frozen, annotating encoder compute the same thing.
-  `drop_outputs` deletes the entry once the last listener has read it.
+  `drop_outputs` deletes the entry once every linked listener has read it.
 - `doc.tensor` gets one vector per token (`tensor_pooling` of the token's pieces
   in `tensor_layer`) unless `set_doc_tensor` is false; `user_hooks` routes
   `.vector` and `.similarity` of docs, spans and tokens through it.
@@ -68,7 +68,7 @@ class EncoderComponent(TrainablePipe):
     tensor_pooling (Optional[str]): "mean" | "first" | "last"; null = family default.
     user_hooks (bool): make `.vector`/`.similarity` use doc.tensor.
     store_all_layers (bool): store every layer on the Doc, not only those in use.
-    drop_outputs (bool): delete the stored outputs after the last listener read them.
+    drop_outputs (bool): delete the stored outputs once every linked listener has read them.
     sort_batches (int): in `nlp.pipe`, read up to this many batches ahead (and at most
         `READ_AHEAD_CALLS` × the encoder's `batch_pieces` tokens) and encode them sorted
         by length (less padding); 1 sorts within each batch only.
@@ -171,7 +171,7 @@ class EncoderComponent(TrainablePipe):
                 self.add_listener(node, component.name)
 
     def _sync(self) -> None:
-        """Ask the model for exactly the layers in use; mark the last listener."""
+        """Ask the model for exactly the layers in use; tell the listeners whether to drop outputs."""
         self._check_listeners_are_mine()
         contract = self.contract
         if self.cfg["store_all_layers"]:
@@ -181,9 +181,8 @@ class EncoderComponent(TrainablePipe):
             for listener in self.listeners:
                 wanted.update(listener.layers_read())
             contract.request_layers(sorted(wanted) or [-1])
-        listeners = self.listeners
-        for i, listener in enumerate(listeners):
-            listener.drop_outputs_after_reading(self.cfg["drop_outputs"] and i == len(listeners) - 1)
+        for listener in self.listeners:
+            listener.drop_outputs_after_reading(self.cfg["drop_outputs"])
 
     def _check_listeners_are_mine(self) -> None:
         """A ConfigError if a listener this encoder feeds was linked to another encoder since:
@@ -220,6 +219,8 @@ class EncoderComponent(TrainablePipe):
                 store = {}
                 doc._.set(DOC_EXTENSION, store)
             store[self.name] = enc
+            if self.cfg["drop_outputs"]:
+                enc.unread_by = {id(listener) for listener in self.listeners}
             if self.cfg["set_doc_tensor"]:
                 doc.tensor = self.token_vectors(enc)
                 if self.cfg["user_hooks"]:

@@ -71,7 +71,8 @@ class EncoderListener(Model):
         return pooler_layers(self.pooler)
 
     def drop_outputs_after_reading(self, drop: bool) -> None:
-        """Whether reading a Doc's stored outputs also deletes them (the last listener's job)."""
+        """Whether reading a Doc's stored outputs marks them read by this listener, and deletes
+        them when no other linked listener is left to read them."""
         self.attrs["drop_upstream_outputs"] = drop
 
     @classmethod
@@ -115,10 +116,13 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
                 f"Doc has no outputs of the encoder '{upstream}'. If the encoder is frozen "
                 "during training, list it in [training] annotating_components too"
             )
-        out.append(store[upstream])
+        enc = store[upstream]
+        out.append(enc)
         model._initializing = False
         if model.attrs["drop_upstream_outputs"]:
-            del store[upstream]
+            enc.unread_by.discard(id(model))
+            if not enc.unread_by:
+                del store[upstream]
     return out
 
 

@@ -167,6 +167,21 @@ def test_drop_outputs_after_last_listener(hf_bert_dir):
     assert doc.tensor.shape == (3, 32)  # doc.tensor is kept
 
 
+def test_drop_outputs_waits_for_every_listener_whatever_the_order(hf_bert_dir):
+    """The outputs go when every linked listener has read them, not when the last one linked
+    (textcat's) has: components called one by one in another order still find them."""
+    nlp = build(hf_bert_dir, textcat={}, encoder={"drop_outputs": True})
+    want = nlp("the cat sat")
+    doc = nlp.get_pipe("bert_encoder")(nlp.make_doc("the cat sat"))
+    doc = nlp.get_pipe("textcat")(doc)
+    doc = nlp.get_pipe("textcat")(doc)  # reading twice does not count twice
+    assert "bert_encoder" in doc._.bertfam
+    doc = nlp.get_pipe("ner")(doc)
+    assert "bert_encoder" not in doc._.bertfam
+    assert [(e.text, e.label_) for e in doc.ents] == [(e.text, e.label_) for e in want.ents]
+    assert doc.cats == pytest.approx(want.cats, abs=1e-6)
+
+
 def test_listener_needs_encoder_outputs(hf_bert_dir):
     nlp = build(hf_bert_dir)
     with nlp.select_pipes(disable=["bert_encoder"]):
