@@ -25,7 +25,7 @@ from thinc.api import Model
 
 from ..encoders import DocEncoding, EncodedBatch, EncoderContract, contract_of
 from ..errors import ConfigError
-from ..pooling import check_pooling, pool_pieces
+from ..pooling import check_pooling, pool_pieces, pooled_width
 from ..processes import trim_freed_memory
 from .hooks import install_vector_hooks
 from .listener import DOC_EXTENSION, EncoderListener
@@ -65,7 +65,8 @@ class EncoderComponent(TrainablePipe):
     name (str): the component name; outputs are stored under it.
     set_doc_tensor (bool): write one vector per token to `doc.tensor`.
     tensor_layer (int): the layer doc.tensor is pooled from (-1 = top).
-    tensor_pooling (Optional[str]): "mean" | "first" | "last"; null = family default.
+    tensor_pooling (Optional[str]): "mean" | "first" | "last" | "first_last" (2 × width); null =
+        family default.
     user_hooks (bool): make `.vector`/`.similarity` use doc.tensor.
     store_all_layers (bool): store every layer on the Doc, not only those in use.
     drop_outputs (bool): delete the stored outputs once every linked listener has read them.
@@ -213,14 +214,15 @@ class EncoderComponent(TrainablePipe):
     def set_annotations(self, docs: Iterable[Doc], encodings: EncodedBatch) -> None:
         """Store each DocEncoding in doc._.bertfam[name]; set doc.tensor (and the vector hooks) if
         configured."""
+        readers = frozenset(id(listener) for listener in self.listeners) if self.cfg["drop_outputs"] else None
         for doc, enc in zip(docs, encodings):
             store = doc._.get(DOC_EXTENSION)
             if store is None:
                 store = {}
                 doc._.set(DOC_EXTENSION, store)
             store[self.name] = enc
-            if self.cfg["drop_outputs"]:
-                enc.unread_by = {id(listener) for listener in self.listeners}
+            if readers is not None:
+                enc.unread_by = set(readers)
             if self.cfg["set_doc_tensor"]:
                 doc.tensor = self.token_vectors(enc)
                 if self.cfg["user_hooks"]:
@@ -232,7 +234,7 @@ class EncoderComponent(TrainablePipe):
         pooling = self.cfg["tensor_pooling"] or self.contract.default_pooling
         pieces = enc.layers[layer]
         if not len(enc.token_lengths):
-            return self.model.ops.alloc2f(0, pieces.shape[1])
+            return self.model.ops.alloc2f(0, pooled_width(pooling, pieces.shape[1]))
         ops = self.model.ops
         vectors, _ = pool_pieces(ops, pieces, ops.asarray1i(enc.token_pieces), ops.asarray1i(enc.token_lengths), pooling)
         return vectors

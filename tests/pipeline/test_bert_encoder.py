@@ -133,6 +133,17 @@ def test_small_windows_average_overlaps(hf_bert_dir):
         np.testing.assert_allclose(enc.layers[i], sums[i] / counts[:, None], atol=1e-5)
 
 
+def test_first_last_doc_tensor_is_twice_as_wide_also_for_an_empty_doc(hf_bert_dir):
+    nlp = tiny_nlp(hf_bert_dir, component={"tensor_pooling": "first_last", "tensor_layer": -1})
+    doc, empty = nlp("the cat sat"), nlp("")
+    enc = doc._.bertfam["bert_encoder"]
+    top = enc.layers[max(enc.layers)]
+    firsts = np.cumsum(enc.token_lengths) - enc.token_lengths
+    lasts = np.cumsum(enc.token_lengths) - 1
+    np.testing.assert_allclose(doc.tensor, np.hstack([top[enc.token_pieces[firsts]], top[enc.token_pieces[lasts]]]))
+    assert doc.tensor.shape == (3, 64) and empty.tensor.shape == (0, 64)
+
+
 def test_long_document_is_encoded_completely(hf_bert_dir):
     nlp = tiny_nlp(hf_bert_dir)
     doc = nlp("the cat sat on the mat . " * 2860)  # 20,020 tokens
