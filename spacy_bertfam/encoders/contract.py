@@ -69,7 +69,8 @@ class DocEncoding:
     token_pieces: Ints1d
     # With the encoder's `drop_outputs`: the linked listeners (by id) that have not read this
     # yet; the one that reads it last deletes it from the Doc, whatever order components run in.
-    unread_by: Set[int] = field(default_factory=set, compare=False, repr=False)
+    # None (outputs not set by this process's encoder, e.g. read back from a DocBin): never deleted.
+    unread_by: Optional[Set[int]] = field(default=None, compare=False, repr=False)
 
     @property
     def n_pieces(self) -> int:

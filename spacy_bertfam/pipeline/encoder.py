@@ -14,7 +14,8 @@ What it does with its encoder Model (see `encoders.contract` for the Model's sid
   in `tensor_layer`) unless `set_doc_tensor` is false; `user_hooks` routes
   `.vector` and `.similarity` of docs, spans and tokens through it.
 """
-from typing import Callable, Dict, Iterable, Iterator, List, Optional
+import weakref
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -69,7 +70,9 @@ class EncoderComponent(TrainablePipe):
         family default.
     user_hooks (bool): make `.vector`/`.similarity` use doc.tensor.
     store_all_layers (bool): store every layer on the Doc, not only those in use.
-    drop_outputs (bool): delete the stored outputs once every linked listener has read them.
+    drop_outputs (bool): delete the stored outputs once every linked listener of a component
+        the pipeline runs has read them (components disabled with `nlp.select_pipes` or
+        `nlp.disable_pipe` are not waited for; `nlp(text, disable=...)` is not seen).
     sort_batches (int): in `nlp.pipe`, read up to this many batches ahead (and at most
         `READ_AHEAD_CALLS` × the encoder's `batch_pieces` tokens) and encode them sorted
         by length (less padding); 1 sorts within each batch only.
@@ -97,8 +100,12 @@ class EncoderComponent(TrainablePipe):
         sort_batches: int = 64,
         precision: str = "fp32",
         torch_compile: bool = False,
+        nlp: Optional[Language] = None,
     ):
+        """nlp: the pipeline the component belongs to (the factories pass it); with it,
+        `drop_outputs` waits only for the listeners of the components that run."""
         _ensure_extension()
+        self._nlp = weakref.ref(nlp) if nlp is not None else None
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -214,7 +221,7 @@ class EncoderComponent(TrainablePipe):
     def set_annotations(self, docs: Iterable[Doc], encodings: EncodedBatch) -> None:
         """Store each DocEncoding in doc._.bertfam[name]; set doc.tensor (and the vector hooks) if
         configured."""
-        readers = frozenset(id(listener) for listener in self.listeners) if self.cfg["drop_outputs"] else None
+        readers = self._readers() if self.cfg["drop_outputs"] else None
         for doc, enc in zip(docs, encodings):
             store = doc._.get(DOC_EXTENSION)
             if store is None:
@@ -228,8 +235,16 @@ class EncoderComponent(TrainablePipe):
                 if self.cfg["user_hooks"]:
                     install_vector_hooks(doc)
 
+    def _readers(self) -> FrozenSet[int]:
+        """The linked listeners (by id) that will read this batch: those of the components the
+        pipeline runs, so that a disabled one does not keep every Doc's outputs alive."""
+        nlp = self._nlp() if self._nlp is not None else None
+        running = set(nlp.pipe_names) if nlp is not None else set(self.listener_map)
+        return frozenset(id(listener) for component, listeners in self.listener_map.items()
+                         if component in running for listener in listeners)
+
     def token_vectors(self, enc: DocEncoding):
-        """(n_tokens, width) vectors for doc.tensor, as configured."""
+        """(n_tokens, width) vectors for doc.tensor (twice the width with "first_last" pooling)."""
         layer = self.contract.layer_index(self.cfg["tensor_layer"])
         pooling = self.cfg["tensor_pooling"] or self.contract.default_pooling
         pieces = enc.layers[layer]
@@ -443,7 +458,7 @@ def register_encoder_factory(name: str, default_model: Dict, doc: str):
             nlp.vocab, model, name, set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer,
             tensor_pooling=tensor_pooling, user_hooks=user_hooks, store_all_layers=store_all_layers,
             drop_outputs=drop_outputs, sort_batches=sort_batches, precision=precision,
-            torch_compile=torch_compile,
+            torch_compile=torch_compile, nlp=nlp,
         )
 
     make.__doc__ = doc

@@ -119,7 +119,7 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
         enc = store[upstream]
         out.append(enc)
         model._initializing = False
-        if model.attrs["drop_upstream_outputs"]:
+        if model.attrs["drop_upstream_outputs"] and enc.unread_by is not None:
             enc.unread_by.discard(id(model))
             if not enc.unread_by:
                 del store[upstream]

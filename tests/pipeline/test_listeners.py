@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import spacy
+from spacy.tokens import DocBin
 import torch
 from spacy.training import Example
 from spacy.util import load_model_from_config
@@ -179,6 +180,28 @@ def test_drop_outputs_waits_for_every_listener_whatever_the_order(hf_bert_dir):
     doc = nlp.get_pipe("ner")(doc)
     assert "bert_encoder" not in doc._.bertfam
     assert [(e.text, e.label_) for e in doc.ents] == [(e.text, e.label_) for e in want.ents]
+    assert doc.cats == pytest.approx(want.cats, abs=1e-6)
+
+
+def test_drop_outputs_does_not_wait_for_a_disabled_component(hf_bert_dir):
+    nlp = build(hf_bert_dir, textcat={}, encoder={"drop_outputs": True})
+    with nlp.select_pipes(disable=["ner"]):
+        doc = nlp("the cat sat")
+    assert doc.cats and "bert_encoder" not in doc._.bertfam
+    nlp.disable_pipe("textcat")
+    doc = nlp("the cat sat")
+    assert "bert_encoder" not in doc._.bertfam
+
+
+def test_drop_outputs_keeps_outputs_it_did_not_set(hf_bert_dir):
+    """Outputs read back from a DocBin are not this encoder's to delete: every listener finds them."""
+    nlp = build(hf_bert_dir, textcat={}, encoder={"drop_outputs": True})
+    want = nlp("the cat sat")
+    doc_bin = DocBin(store_user_data=True)
+    doc_bin.add(nlp.get_pipe("bert_encoder")(nlp.make_doc("the cat sat")))
+    (doc,) = doc_bin.from_bytes(doc_bin.to_bytes()).get_docs(nlp.vocab)
+    doc = nlp.get_pipe("textcat")(nlp.get_pipe("ner")(doc))
+    assert "bert_encoder" in doc._.bertfam
     assert doc.cats == pytest.approx(want.cats, abs=1e-6)
 
 
