@@ -53,6 +53,21 @@ DEFAULT_COMPONENT_CONFIG = {
 }
 
 
+class _PipelineRef:
+    """A weak reference to the pipeline that pickles as an empty one (spaCy's n_process
+    pickles components where processes are spawned; drop_outputs then waits for every
+    linked listener)."""
+
+    def __init__(self, nlp: Optional[Language]):
+        self._ref = weakref.ref(nlp) if nlp is not None else None
+
+    def __call__(self) -> Optional[Language]:
+        return self._ref() if self._ref is not None else None
+
+    def __getstate__(self) -> dict:
+        return {"_ref": None}
+
+
 def _ensure_extension() -> None:
     if not Doc.has_extension(DOC_EXTENSION):
         Doc.set_extension(DOC_EXTENSION, default=None)
@@ -105,7 +120,7 @@ class EncoderComponent(TrainablePipe):
         """nlp: the pipeline the component belongs to (the factories pass it); with it,
         `drop_outputs` waits only for the listeners of the components that run."""
         _ensure_extension()
-        self._nlp = weakref.ref(nlp) if nlp is not None else None
+        self._nlp = _PipelineRef(nlp)
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -238,7 +253,7 @@ class EncoderComponent(TrainablePipe):
     def _readers(self) -> FrozenSet[int]:
         """The linked listeners (by id) that will read this batch: those of the components the
         pipeline runs, so that a disabled one does not keep every Doc's outputs alive."""
-        nlp = self._nlp() if self._nlp is not None else None
+        nlp = self._nlp()
         running = set(nlp.pipe_names) if nlp is not None else set(self.listener_map)
         return frozenset(id(listener) for component, listeners in self.listener_map.items()
                          if component in running for listener in listeners)

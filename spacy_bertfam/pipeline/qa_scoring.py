@@ -2,6 +2,7 @@
 import re
 import string
 from collections import Counter
+from functools import partial
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -22,10 +23,11 @@ def make_span_qa_scorer(spans_key: Optional[str] = None) -> Callable:
         component's own (spaCy passes it with the component's settings), else "answer". Gold
         answers are read from the reference's doc.spans["answers"], else ["answer"].
     """
-    def score(examples: Iterable[Example], **kwargs) -> Dict[str, Optional[float]]:
-        return score_answers(examples, spans_key=spans_key or kwargs.get("spans_key") or ANSWER_KEY)
+    return partial(_score, configured_key=spans_key)  # a partial, not a closure: it pickles
 
-    return score
+
+def _score(examples: Iterable[Example], *, configured_key: Optional[str], **kwargs) -> Dict[str, Optional[float]]:
+    return score_answers(examples, spans_key=configured_key or kwargs.get("spans_key") or ANSWER_KEY)
 
 
 def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -> Dict[str, Optional[float]]:

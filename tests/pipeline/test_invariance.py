@@ -1,4 +1,5 @@
 """A Doc's output does not depend on its batch mates, nor on the number of processes."""
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -115,6 +116,22 @@ def test_two_processes_give_the_output_of_one(family, bert_pipeline, tmp_path):
     assert result.stdout.startswith(f"same {len(TEXTS)}")
 
 
+@pytest.mark.parametrize("family", ["bert", "gpt", "elmo"])
+def test_a_pickled_pipeline_gives_the_same_output(family, bert_pipeline, tmp_path):
+    """spaCy pickles the pipeline for n_process where workers are spawned (macOS, Windows)."""
+    nlp = {"bert": lambda: bert_pipeline, "gpt": lambda: _gpt_pipeline(tmp_path), "elmo": _elmo_pipeline}[family]()
+    _assert_same(_outputs(pickle.loads(pickle.dumps(nlp)).pipe(TEXTS)), _outputs(nlp.pipe(TEXTS)))
+
+
+def test_spawned_processes_give_the_output_of_one(bert_pipeline, tmp_path):
+    bert_pipeline.to_disk(tmp_path / "pipeline")
+    script = "import multiprocessing; multiprocessing.set_start_method('spawn')\n" + CHECK.format(texts=TEXTS)
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "pipeline")],
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith(f"same {len(TEXTS)}")
+
+
 RELOAD = textwrap.dedent("""
     import sys, numpy as np, spacy
     nlp = spacy.load(sys.argv[1])
@@ -150,20 +167,35 @@ QA_RELOAD = textwrap.dedent("""
 """)
 
 
-def test_saved_span_qa_answers_bit_identically_in_a_fresh_process(tmp_path):
-    from spacy_bertfam import make_qa_doc
+QA_PAIRS = [("who sat ?", "the cat sat on the mat ."), ("where ?", "hello world " * 40), ("what ran ?", "the dog ran")]
 
+
+def _trained_span_qa(tmp_path):
     from ..fuzz.pipelines import qa_example, span_qa
 
     nlp = span_qa(tmp_path)
-    pairs = [("who sat ?", "the cat sat on the mat ."), ("where ?", "hello world " * 40), ("what ran ?", "the dog ran")]
     optimizer = nlp.resume_training()
     for _ in range(3):
-        nlp.update([qa_example(nlp, q, c) for q, c in pairs], sgd=optimizer)
-    docs = [nlp(make_qa_doc(nlp, q, c)) for q, c in pairs]
+        nlp.update([qa_example(nlp, q, c) for q, c in QA_PAIRS], sgd=optimizer)
+    return nlp
+
+
+def _answers(nlp):
+    from spacy_bertfam import make_qa_doc
+
+    docs = [nlp(make_qa_doc(nlp, q, c)) for q, c in QA_PAIRS]
+    return [[(s.start, s.end) for s in d.spans["answer"]] + [d.spans["answer"].attrs["score"]] for d in docs]
+
+
+def test_a_pickled_span_qa_pipeline_gives_the_same_answers(tmp_path):
+    nlp = _trained_span_qa(tmp_path)
+    assert _answers(pickle.loads(pickle.dumps(nlp))) == _answers(nlp)
+
+
+def test_saved_span_qa_answers_bit_identically_in_a_fresh_process(tmp_path):
+    nlp = _trained_span_qa(tmp_path)
     nlp.to_disk(tmp_path / "pipeline")
-    result = subprocess.run([sys.executable, "-c", QA_RELOAD.format(pairs=pairs), str(tmp_path / "pipeline")],
+    result = subprocess.run([sys.executable, "-c", QA_RELOAD.format(pairs=QA_PAIRS), str(tmp_path / "pipeline")],
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == repr([[(s.start, s.end) for s in d.spans["answer"]] + [d.spans["answer"].attrs["score"]]
-                                          for d in docs])
+    assert result.stdout.strip() == repr(_answers(nlp))
