@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 import spacy
-from spacy.tokens import DocBin
 import torch
+from spacy.tokens import DocBin
 from spacy.training import Example
 from spacy.util import load_model_from_config
 from thinc.api import SGD

@@ -4,6 +4,7 @@ from typing import Callable, Dict
 import torch
 import torch.nn.functional as F
 
+
 # BERT uses the exact (erf) GELU; GPT-1/GPT-2 use the tanh approximation. The two
 # differ by up to ~5e-4, which is enough to break numerical parity with a checkpoint.
 # Named module-level functions, not lambdas or torch.ops handles: a module holding one must
