@@ -97,7 +97,12 @@ def train_wordpiece(
 ) -> PieceTokenizer:
     """Train a new WordPiece vocabulary on an iterator of texts (for pretraining from scratch).
 
-    The special pieces come first, so [PAD] gets id 0 as in BERT's vocabularies.
+    The special pieces come first, so [PAD] gets id 0 as in BERT's vocabularies; the other
+    pieces follow in sorted order. The trainer numbers pieces of equal count in hash-map
+    order, which changes from process to process, so the same corpus and seed gave another
+    embedding row to some pieces each run; WordPiece splits words by longest match, so the
+    order of the ids changes nothing else. (A tie at the cut-off can still swap one piece for
+    another between runs; the trainer has no seed. Pass a vocabulary to fix it.)
     """
     bwp = BertWordPieceTokenizer(lowercase=lowercase)
     bwp.train_from_iterator(
@@ -108,7 +113,11 @@ def train_wordpiece(
         special_tokens=special_pieces,
         show_progress=False,
     )
-    tok = Tokenizer.from_str(bwp.to_str())
+    trained = json.loads(bwp.to_str())
+    vocab = trained["model"]["vocab"]
+    others = sorted(piece for piece in vocab if piece not in special_pieces)
+    trained["model"]["vocab"] = {piece: i for i, piece in enumerate([*special_pieces, *others])}
+    tok = Tokenizer.from_str(json.dumps(trained))
     # Training leaves no post-processor: add [CLS] A [SEP] (B [SEP]) as BERT expects.
     tok.post_processor = BertProcessing(
         ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))

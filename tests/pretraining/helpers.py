@@ -14,6 +14,11 @@ MIXED_SOURCES = [ASSETS / "raw_text" / "janeausten_6novels.txt", ASSETS / "raw_t
                  TEST_DATA / "raw_text" / "kjv_bible.genesis-exodus11.txt",
                  TEST_DATA / "raw_text" / "wikitext2_valid.tokens.txt"]
 
+# A WordPiece vocabulary of 2,000 pieces trained on that corpus, so that a learning test's run is
+# the same every time: `tokenizers`' trainer picks among pieces of equal count in hash-map order,
+# so a vocabulary trained in the test differed by a piece at the cut-off from run to run.
+MIXED_VOCAB = TEST_DATA / "pretraining" / "wordpiece_mixed_2000.txt"
+
 TINY_BERT = {
     "objective.n_pieces": 1000, "objective.hidden_width": 32, "objective.n_layers": 2, "objective.n_heads": 2,
     "objective.intermediate_width": 64, "objective.n_positions": 64, "objective.max_length": 48,

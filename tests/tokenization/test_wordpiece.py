@@ -61,6 +61,11 @@ def test_train_wordpiece_learns_vocabulary():
     assert enc.type_ids.tolist().count(1) == 3  # "the dog [SEP]"
     assert tok.tokenizer.token_to_id("the") is not None  # a frequent word is one piece
     assert tok.n_pieces <= 80
+    # Pieces after the special ones are numbered in sorted order, not in the trainer's hash-map
+    # order (which changed from process to process, and with it each piece's embedding row).
+    vocab = tok.tokenizer.get_vocab()
+    others = sorted((i, p) for p, i in vocab.items() if i > 4)
+    assert [p for _, p in others] == sorted(p for _, p in others)
 
 
 def test_unknown_piece_is_named(minilm_dir):
