@@ -113,8 +113,10 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
             continue
         if upstream not in store:
             raise ConfigError(
-                f"Doc has no outputs of the encoder '{upstream}'. If the encoder is frozen "
-                "during training, list it in [training] annotating_components too"
+                f"Doc has no outputs of the encoder '{upstream}': the encoder component must run on a Doc "
+                "before the components that listen to it. If the encoder is frozen during training, list it "
+                "in [training] annotating_components too. (`spacy debug model` runs a component without its "
+                "upstream encoder, which it does only for spaCy's own tok2vec and transformer listeners.)"
             )
         enc = store[upstream]
         out.append(enc)
