@@ -45,7 +45,7 @@ def test_a_few_hundred_steps_lower_mlm_loss_and_learn_nsp(corpus, tmp_path):
     assert after["eval_mlm_loss"] < before["eval_mlm_loss"] - 1.0, message
     # NSP takes off somewhere between steps 300 and 900 and wobbles meanwhile. Held-out accuracy,
     # where chance is 0.5 (512 pairs, one standard error 0.022): with a vocabulary trained in each
-    # run, runs here ended at 0.76-0.83 and two on CI at 0.674 and 0.625 (a late take-off); with the
+    # run, runs here ended at 0.76-0.83, one on CI at 0.674 and one here at 0.625 (late take-offs); with the
     # shipped vocabulary the run is the same each time, 0.812 here. 0.65 is 7 standard errors above
     # chance: NSP was learned.
     assert after["eval_nsp_acc"] > 0.65, message
