@@ -1,5 +1,5 @@
 """Run an encoder over a batch of windows and gather the outputs per document piece."""
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -69,6 +69,7 @@ class WindowedEncoder(nn.Module):
         type_ids: Optional[torch.Tensor] = None,
         recompute: bool = False,
         autocast: Optional[torch.dtype] = None,
+        after_chunk: Optional[Callable[[], None]] = None,
     ) -> List[torch.Tensor]:
         """ids, mask: (n_windows, T); source, target, weight: (n,) -> [(n_out, W)].
 
@@ -82,6 +83,9 @@ class WindowedEncoder(nn.Module):
         recompute: checkpoint each chunk (see the class docstring).
         autocast: run the encoder under torch autocast to this dtype (bfloat16, or
             float16 on a GPU); the returned layers are float32 whatever it is.
+        after_chunk: called once each chunk's layers are in the outputs and its
+            activations freed (prediction gives their pages back to the system there: see
+            `encoders.piece_encoder`).
         """
         if ids.shape[0] == 0:
             # No doc in the batch has a piece: every requested layer is empty.
@@ -114,6 +118,9 @@ class WindowedEncoder(nn.Module):
                 for out, layer in zip(result, chosen):
                     out.index_add_(0, target[rows], layer[at] * scale.to(layer.dtype))
                 first = end
+                del chosen, layer
+                if after_chunk is not None:
+                    after_chunk()
         if lm_rows is not None:
             with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
                 logits = self.encoder.logits(result[-1][lm_rows])

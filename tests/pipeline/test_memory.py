@@ -3,6 +3,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spacy_bertfam.encoders import piece_encoder
+
+from .pipelines import build, examples
+
 BENCH = Path(__file__).parents[2] / "bench" / "memory_long_doc.py"
 
 
@@ -19,3 +23,16 @@ def test_update_on_one_very_long_doc_stays_under_a_memory_cap():
     peak = float(line.split("peak RSS ")[1].split()[0])
     assert pieces > 20_000
     assert peak < 3000, line
+
+
+def test_prediction_gives_freed_pages_back_after_each_chunk_and_training_does_not(hf_bert_dir, monkeypatch):
+    nlp = build(hf_bert_dir)
+    nlp.get_pipe("bert_encoder").contract.batch_pieces = 64  # several chunks a call
+    trims = []
+    monkeypatch.setattr(piece_encoder, "trim_freed_memory", lambda: trims.append(1))
+    texts = [" ".join(["the cat sat on the mat"] * n) for n in (1, 5, 9, 14)]
+    list(nlp.pipe(texts))
+    assert len(trims) > 1
+    trims.clear()
+    nlp.update(examples(nlp))
+    assert trims == []

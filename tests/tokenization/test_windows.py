@@ -103,3 +103,21 @@ def test_every_piece_is_covered_and_windows_hold_their_special_pieces():
 def test_impossible_layouts_are_refused(window, stride, message):
     with pytest.raises(ValueError, match=message):
         plan_windows([np.arange(5)], window=window, stride=stride, prefix=[CLS], suffix=[SEP], padding_id=0)
+
+
+def test_after_chunk_runs_once_per_chunk_without_changing_the_outputs():
+    rng = np.random.default_rng(7)
+    docs = [rng.integers(3, VOCAB, size=n) for n in (5, 14, 23, 9, 2)]
+    plan = plan_windows(docs, window=8, stride=4, prefix=[CLS], suffix=[SEP], padding_id=0,
+                        combine="mean", batch_pieces=16)
+    assert len(plan.chunks) > 1
+    to = torch.from_numpy
+    args = (to(plan.ids), to(plan.mask), [(to(w), n) for w, n in plan.chunks],
+            to(plan.source), to(plan.target), to(plan.weight), plan.n_out, [0])
+    encoder = WindowedEncoder(MockEncoder())
+    calls = []
+    with torch.no_grad():
+        (plain,) = encoder(*args)
+        (hooked,) = encoder(*args, after_chunk=lambda: calls.append(1))
+    assert len(calls) == len(plan.chunks)
+    assert torch.equal(plain, hooked)
