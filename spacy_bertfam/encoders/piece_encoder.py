@@ -148,11 +148,13 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     inputs = _torch_inputs(plan, layer_ids, shim.device, lm, recompute)
     inputs.kwargs["autocast"] = shim.use_precision(contract.precision, bf16_weights=True)
     if not is_train:
-        # Freed pages go back to the system after every chunk: glibc places a chunk's arrays
-        # anywhere in its heap, not where the previous chunk's were freed, so the pages
-        # touched over a call added up. 1M streamed tokens (bench/stream_memory.py
-        # --shuffle): peak RSS 786 / 807 MB against 1,020 / 1,036 (drop_outputs / kept),
-        # the 100k-token windows' peaks flat; words/s x0.94-0.96 (12 alternations).
+        # Freed pages go back to the system after every chunk of a call of several: glibc
+        # places a chunk's arrays anywhere in its heap, not where the previous chunk's were
+        # freed, so the pages touched over a call added up. 1M streamed tokens
+        # (bench/stream_memory.py --shuffle): peak RSS 758 / 811 MB against 1,020 / 1,036
+        # (drop_outputs / kept), the 100k-token windows' peaks +2.7% / +2.9%; words/s
+        # x0.94-0.96. Only between (not after) chunks lifted the peaks to 850 / 893 MB. A
+        # call of one chunk (nlp(text) on a short text) is not trimmed: 5.6% per Doc.
         inputs.kwargs["after_chunk"] = trim_freed_memory
     shim.use_compile(contract.torch_compile)
     outputs, backprop_torch = shim(inputs, is_train)

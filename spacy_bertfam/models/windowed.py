@@ -84,8 +84,9 @@ class WindowedEncoder(nn.Module):
         autocast: run the encoder under torch autocast to this dtype (bfloat16, or
             float16 on a GPU); the returned layers are float32 whatever it is.
         after_chunk: called once each chunk's layers are in the outputs and its
-            activations freed (prediction gives their pages back to the system there: see
-            `encoders.piece_encoder`).
+            activations freed, in a call of several chunks (prediction gives their pages
+            back to the system there: see `encoders.piece_encoder`); a call of one chunk,
+            such as one short Doc's, keeps its pages for the next call to reuse.
         """
         if ids.shape[0] == 0:
             # No doc in the batch has a piece: every requested layer is empty.
@@ -119,7 +120,7 @@ class WindowedEncoder(nn.Module):
                     out.index_add_(0, target[rows], layer[at] * scale.to(layer.dtype))
                 first = end
                 del chosen, layer
-                if after_chunk is not None:
+                if after_chunk is not None and len(chunks) > 1:
                     after_chunk()
         if lm_rows is not None:
             with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):

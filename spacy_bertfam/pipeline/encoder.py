@@ -279,10 +279,12 @@ class EncoderComponent(TrainablePipe):
         batch_pieces` tokens (a longer doc alone): every buffered Doc holds its outputs
         until the buffer is yielded, so without a token bound memory grew with the
         texts' length. Every `TRIM_EVERY_CALLS × batch_pieces` tokens, glibc gives freed
-        pages back (`processes.trim_freed_memory`). Measured on 1M tokens
-        (bench/stream_memory.py, drop_outputs): peak RSS 2.18 GB with 1,024-Doc buffers;
-        1.40 GB with a 4-call bound that a doc could overshoot and a trim after each
-        buffer; 1.04-1.12 GB now (tweets and paragraphs shuffled, 2 runs).
+        pages back (`processes.trim_freed_memory`), as the encoder does after each chunk of
+        windows in a call of several. Measured on 1M tokens (bench/stream_memory.py,
+        drop_outputs): peak RSS 2.18 GB with 1,024-Doc buffers; 1.40 GB with a 4-call
+        bound that a doc could overshoot and a trim after each buffer; 1.04-1.12 GB with
+        the token bound (tweets and paragraphs shuffled, 2 runs); 758 MB with the trims
+        after chunks too.
         """
         error_handler = self.get_error_handler()
         budget = self.contract.batch_pieces

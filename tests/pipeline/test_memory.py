@@ -30,9 +30,11 @@ def test_prediction_gives_freed_pages_back_after_each_chunk_and_training_does_no
     nlp.get_pipe("bert_encoder").contract.batch_pieces = 64  # several chunks a call
     trims = []
     monkeypatch.setattr(piece_encoder, "trim_freed_memory", lambda: trims.append(1))
-    texts = [" ".join(["the cat sat on the mat"] * n) for n in (1, 5, 9, 14)]
+    texts = [" ".join(["the cat sat on the mat"] * n) for n in (1, 5, 9, 40)]
     list(nlp.pipe(texts))
     assert len(trims) > 1
     trims.clear()
+    nlp("the cat sat")  # one chunk: its pages stay for the next call
+    assert trims == []
     nlp.update(examples(nlp))
     assert trims == []

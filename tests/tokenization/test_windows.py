@@ -105,7 +105,7 @@ def test_impossible_layouts_are_refused(window, stride, message):
         plan_windows([np.arange(5)], window=window, stride=stride, prefix=[CLS], suffix=[SEP], padding_id=0)
 
 
-def test_after_chunk_runs_once_per_chunk_without_changing_the_outputs():
+def test_after_chunk_runs_once_per_chunk_of_a_several_chunk_call_without_changing_the_outputs():
     rng = np.random.default_rng(7)
     docs = [rng.integers(3, VOCAB, size=n) for n in (5, 14, 23, 9, 2)]
     plan = plan_windows(docs, window=8, stride=4, prefix=[CLS], suffix=[SEP], padding_id=0,
@@ -121,3 +121,11 @@ def test_after_chunk_runs_once_per_chunk_without_changing_the_outputs():
         (hooked,) = encoder(*args, after_chunk=lambda: calls.append(1))
     assert len(calls) == len(plan.chunks)
     assert torch.equal(plain, hooked)
+    calls.clear()
+    single = plan_windows(docs[:1], window=8, stride=4, prefix=[CLS], suffix=[SEP], padding_id=0,
+                          combine="mean", batch_pieces=16)
+    assert len(single.chunks) == 1
+    with torch.no_grad():
+        encoder(to(single.ids), to(single.mask), [(to(w), n) for w, n in single.chunks], to(single.source),
+                to(single.target), to(single.weight), single.n_out, [0], after_chunk=lambda: calls.append(1))
+    assert calls == []  # one chunk: its pages serve the next call
