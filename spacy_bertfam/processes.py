@@ -57,7 +57,8 @@ def return_freed_memory() -> None:
 def trim_freed_memory() -> None:
     """Give the free pages of glibc's heap back to the system (`malloc_trim`).
 
-    Called by `nlp.pipe` between read-ahead buffers: a stream of texts of new lengths
+    Called by `nlp.pipe` between read-ahead buffers and, in prediction, by the encoder
+    after each chunk of windows of a call of several: a stream of texts of new lengths
     allocates arrays of new sizes, and glibc kept the pages of the freed ones. Unlike
     `return_freed_memory` it changes no allocator setting. A no-op where glibc is absent.
     """

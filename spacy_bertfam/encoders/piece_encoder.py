@@ -154,7 +154,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
         # (bench/stream_memory.py --shuffle): peak RSS 758 / 811 MB against 1,020 / 1,036
         # (drop_outputs / kept), the 100k-token windows' peaks +2.7% / +2.9%; words/s
         # x0.91-0.96. Only between (not after) chunks lifted the peaks to 850 / 893 MB. A
-        # call of one chunk (nlp(text) on a short text) is not trimmed: 5.6% per Doc.
+        # call of one chunk (nlp(text) on a short text) is not trimmed: 5.6-6.5% per Doc.
         inputs.kwargs["after_chunk"] = trim_freed_memory
     shim.use_compile(contract.torch_compile)
     outputs, backprop_torch = shim(inputs, is_train)
