@@ -151,6 +151,8 @@ class EncoderContract:
         for the encoder's forward.
     torch_compile (bool): predict with the encoder compiled by `torch.compile` (the
         transformer families; training stays eager).
+    trim_memory (bool): in prediction, give freed pages back to the system after each
+        chunk of windows (see the encoder component's setting of that name).
     """
 
     family: str
@@ -166,6 +168,7 @@ class EncoderContract:
     lm_weight: float = 0.0
     precision: str = "fp32"
     torch_compile: bool = False
+    trim_memory: bool = True
 
     def layer_index(self, index: int) -> int:
         """Python-style layer index (-1 = top) -> 0..n_layers-1; a ConfigError names the range."""

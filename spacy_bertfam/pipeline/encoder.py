@@ -50,6 +50,7 @@ DEFAULT_COMPONENT_CONFIG = {
     "sort_batches": 64,
     "precision": "fp32",
     "torch_compile": False,
+    "trim_memory": True,
 }
 
 
@@ -98,6 +99,11 @@ class EncoderComponent(TrainablePipe):
     torch_compile (bool): predict with the encoder compiled by `torch.compile` (BERT and
         GPT; needs a C++ compiler on a CPU, and compiles once per process, 15-30 s here).
         Training stays eager. Stored with the pipeline; a setting given at load time wins.
+    trim_memory (bool): in prediction, have glibc give freed pages back to the system
+        after each chunk of windows of a call of several (BERT, GPT) and every encoder
+        call's worth of tokens in `nlp.pipe` (all families), so a long stream's RSS stays
+        flat; it costs 4-10% of the words/s (bench/results/stream_memory.md). False where
+        memory is plentiful and speed counts.
     """
 
     def __init__(
@@ -115,6 +121,7 @@ class EncoderComponent(TrainablePipe):
         sort_batches: int = 64,
         precision: str = "fp32",
         torch_compile: bool = False,
+        trim_memory: bool = True,
         nlp: Optional[Language] = None,
     ):
         """nlp: the pipeline the component belongs to (the factories pass it); with it,
@@ -144,9 +151,11 @@ class EncoderComponent(TrainablePipe):
             "sort_batches": sort_batches,
             "precision": precision,
             "torch_compile": torch_compile,
+            "trim_memory": trim_memory,
         }
         self.contract.request_precision(precision)
         self.contract.request_compile(torch_compile)
+        self.contract.trim_memory = bool(trim_memory)
         # Read by nlp.replace_listeners (not serialised: functions are skipped).
         model.attrs["replace_listener"] = replace_listener
         model.attrs["replace_listener_cfg"] = replace_listener_cfg
@@ -290,7 +299,7 @@ class EncoderComponent(TrainablePipe):
         budget = self.contract.batch_pieces
         since_trim = 0
         for buffer in _read_ahead(stream, batch_size * self.cfg["sort_batches"], budget * READ_AHEAD_CALLS):
-            if since_trim >= budget * TRIM_EVERY_CALLS:  # a pipe over a few texts never pays for it
+            if self.cfg["trim_memory"] and since_trim >= budget * TRIM_EVERY_CALLS:  # a pipe over a few texts never pays for it
                 trim_freed_memory()
                 since_trim = 0
             since_trim += sum(len(doc) for doc in buffer)
@@ -410,6 +419,7 @@ class EncoderComponent(TrainablePipe):
         self.cfg.update(settings)
         self.contract.request_precision(settings["precision"])
         self.contract.request_compile(settings["torch_compile"])
+        self.contract.trim_memory = bool(settings["trim_memory"])
         return self
 
     def initialize(
@@ -470,12 +480,13 @@ def register_encoder_factory(name: str, default_model: Dict, doc: str):
 
     def make(nlp: Language, name: str, model: Model, set_doc_tensor: bool, tensor_layer: int,
              tensor_pooling: Optional[str], user_hooks: bool, store_all_layers: bool,
-             drop_outputs: bool, sort_batches: int, precision: str, torch_compile: bool) -> EncoderComponent:
+             drop_outputs: bool, sort_batches: int, precision: str, torch_compile: bool,
+             trim_memory: bool) -> EncoderComponent:
         return EncoderComponent(
             nlp.vocab, model, name, set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer,
             tensor_pooling=tensor_pooling, user_hooks=user_hooks, store_all_layers=store_all_layers,
             drop_outputs=drop_outputs, sort_batches=sort_batches, precision=precision,
-            torch_compile=torch_compile, nlp=nlp,
+            torch_compile=torch_compile, trim_memory=trim_memory, nlp=nlp,
         )
 
     make.__doc__ = doc

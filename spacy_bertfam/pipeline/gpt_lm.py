@@ -218,6 +218,7 @@ def make_gpt_lm(
     sort_batches: int,
     precision: str,
     torch_compile: bool,
+    trim_memory: bool,
     lm_weight: float,
     lm_scores: bool,
 ) -> GptLmComponent:
@@ -226,7 +227,8 @@ def make_gpt_lm(
         nlp.vocab, model, name, lm_weight=lm_weight, lm_scores=lm_scores,
         set_doc_tensor=set_doc_tensor, tensor_layer=tensor_layer, tensor_pooling=tensor_pooling,
         user_hooks=user_hooks, store_all_layers=store_all_layers, drop_outputs=drop_outputs,
-        sort_batches=sort_batches, precision=precision, torch_compile=torch_compile, nlp=nlp,
+        sort_batches=sort_batches, precision=precision, torch_compile=torch_compile,
+        trim_memory=trim_memory, nlp=nlp,
     )
 
 

@@ -3,7 +3,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import spacy
+
 from spacy_bertfam.encoders import piece_encoder
+from spacy_bertfam.pipeline import encoder as encoder_component
 
 from .pipelines import build, examples
 
@@ -38,3 +41,23 @@ def test_prediction_gives_freed_pages_back_after_each_chunk_and_training_does_no
     assert trims == []
     nlp.update(examples(nlp))
     assert trims == []
+
+
+def test_trim_memory_false_gives_nothing_back_is_saved_and_can_be_overridden(hf_bert_dir, monkeypatch, tmp_path):
+    trims = []
+    for module in (piece_encoder, encoder_component):  # after chunks; between read-ahead buffers
+        monkeypatch.setattr(module, "trim_freed_memory", lambda: trims.append(1))
+    texts = [" ".join(["the cat sat on the mat"] * n) for n in (1, 5, 9, 40)] * 3
+
+    def run(nlp):
+        nlp.get_pipe("bert_encoder").contract.batch_pieces = 64  # several chunks a call, several calls
+        list(nlp.pipe(texts))
+
+    nlp = build(hf_bert_dir, encoder={"trim_memory": False})
+    run(nlp)
+    assert trims == []
+    nlp.to_disk(tmp_path / "pipeline")
+    run(spacy.load(tmp_path / "pipeline"))
+    assert trims == []
+    run(spacy.load(tmp_path / "pipeline", config={"components": {"bert_encoder": {"trim_memory": True}}}))
+    assert len(trims) > 1
