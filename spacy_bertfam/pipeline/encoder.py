@@ -299,7 +299,7 @@ class EncoderComponent(TrainablePipe):
         budget = self.contract.batch_pieces
         since_trim = 0
         for buffer in _read_ahead(stream, batch_size * self.cfg["sort_batches"], budget * READ_AHEAD_CALLS):
-            if self.cfg["trim_memory"] and since_trim >= budget * TRIM_EVERY_CALLS:  # a pipe over a few texts never pays for it
+            if self.contract.trim_memory and since_trim >= budget * TRIM_EVERY_CALLS:  # a pipe over a few texts never pays for it
                 trim_freed_memory()
                 since_trim = 0
             since_trim += sum(len(doc) for doc in buffer)
