@@ -12,7 +12,10 @@ over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the b
 order Moby-Dick's longer paragraphs come last).
 `python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
 keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 1 MiB
-(processes.return_freed_memory) from the start; each prints its words/s too. Each setting
+(processes.return_freed_memory) from the start, and/or "+zone" to run the stream in spaCy's
+`nlp.memory_zone()` blocks of `--zone-tokens` tokens (what a long-running service does: the
+strings and lexemes of each block's new words are freed at its end; without zones spaCy's
+vocabulary grows with every new word); each prints its words/s too. Each setting
 runs in its own process, which inherits the environment: e.g. `MALLOC_MMAP_THRESHOLD_=4194304`
 to measure glibc with a fixed 4 MiB mmap threshold, or
 `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2` to measure jemalloc.
@@ -25,6 +28,7 @@ import random
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from itertools import cycle
 from pathlib import Path
 from typing import Optional
@@ -97,7 +101,8 @@ def texts(repeat: int = 0, shuffle: bool = False):
     return cycle(pool)
 
 
-def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shuffle: bool = False) -> dict:
+def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shuffle: bool = False,
+        zone_tokens: int = 0) -> dict:
     import spacy
     from spacy.training import Example
 
@@ -112,25 +117,27 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
     nlp.initialize(lambda: [example])
     stream, seen, mark, series = texts(repeat, shuffle), 0, 100_000, []
 
-    def limited():
-        nonlocal seen
-        for text in stream:
-            if seen >= tokens:
-                return
-            yield text
+    def part():
+        """Texts until the stream's end or, with zones, this zone's (counted in the tokens
+        yielded back: the pipe reads a buffer ahead, so a part runs a little past its end)."""
+        end = min(tokens, seen + zone_tokens) if zone_tokens else tokens
+        while seen < end:
+            yield next(stream)
 
     start, peak = time.perf_counter(), 0.0
     restart_peak()
-    for doc in nlp.pipe(limited(), batch_size=64):
-        seen += len(doc)
-        if seen >= mark:
-            window = rss_mb("VmHWM")
-            peak = max(peak, window)
-            in_use = glibc_in_use_mb()
-            series.append((mark, round(rss_mb()), round(peak), round(window), in_use and round(in_use)))
-            restart_peak()
-            mark += 100_000
-    return {"series": series, "words_per_s": seen / (time.perf_counter() - start)}
+    while seen < tokens:
+        with nlp.memory_zone() if zone_tokens else nullcontext():
+            for doc in nlp.pipe(part(), batch_size=64):
+                seen += len(doc)
+                if seen >= mark:
+                    window = rss_mb("VmHWM")
+                    peak = max(peak, window)
+                    in_use = glibc_in_use_mb()
+                    series.append((mark, round(rss_mb()), round(peak), round(window), in_use and round(in_use)))
+                    restart_peak()
+                    mark += 100_000
+    return {"series": series, "words_per_s": seen / (time.perf_counter() - start), "strings": len(nlp.vocab.strings)}
 
 
 def trend(values) -> float:
@@ -148,15 +155,18 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=["keep", "drop"])
     parser.add_argument("--repeat", type=int, default=0, help="stream the first N tokens over and over")
     parser.add_argument("--shuffle", action="store_true", help="tweets and paragraphs in a seeded random order")
+    parser.add_argument("--zone-tokens", type=int, default=10_000,
+                        help="with a +zone setting, tokens per nlp.memory_zone() block")
     parser.add_argument("--child")
     args = parser.parse_args()
     if args.child:  # one setting per process, so the runs do not share memory
-        print(json.dumps(run(args.tokens, args.child.startswith("drop"), args.child.endswith("+free"), args.repeat,
-                             args.shuffle)))
+        modifiers = args.child.split("+")[1:]
+        print(json.dumps(run(args.tokens, args.child.startswith("drop"), "free" in modifiers, args.repeat,
+                             args.shuffle, args.zone_tokens if "zone" in modifiers else 0)))
         return
     for setting in args.settings:
         out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--repeat", str(args.repeat),
-                              "--child", setting] + ["--shuffle"] * args.shuffle,
+                              "--zone-tokens", str(args.zone_tokens), "--child", setting] + ["--shuffle"] * args.shuffle,
                              capture_output=True, text=True, check=True).stdout
         result = json.loads(out.strip().splitlines()[-1])
         for column, name in ((1, "RSS"), (2, "peak RSS"), (3, "peak RSS of each 100k-token window"),
@@ -171,7 +181,8 @@ def main() -> None:
         if len(windows) > 2:
             print(f"{setting}: trend of the window peaks after the first 300k (least-squares line, "
                   f"change over those {len(windows) - 1}00k tokens): {trend(windows):+.1f}%", flush=True)
-        print(f"{setting}: {result['words_per_s']:,.0f} words/s", flush=True)
+        print(f"{setting}: {result['words_per_s']:,.0f} words/s; {result['strings']:,} strings in the vocab at the end",
+              flush=True)
 
 
 if __name__ == "__main__":

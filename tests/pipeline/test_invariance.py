@@ -116,6 +116,21 @@ def test_two_processes_give_the_output_of_one(family, bert_pipeline, tmp_path):
     assert result.stdout.startswith(f"same {len(TEXTS)}")
 
 
+@pytest.mark.parametrize("family", ["bert", "gpt", "elmo"])
+def test_a_memory_zone_frees_the_new_words_and_changes_no_output(family, bert_pipeline, tmp_path):
+    """spaCy's `nlp.memory_zone()` (what keeps a long-running stream's vocabulary from growing)
+    frees the strings of the block's new words and leaves every output as outside a zone."""
+    nlp = {"bert": lambda: bert_pipeline, "gpt": lambda: _gpt_pipeline(tmp_path), "elmo": _elmo_pipeline}[family]()
+    texts = [f"{t} zonewordalpha{i} zonewordbeta{i}".strip() for i, t in enumerate(TEXTS)]
+    before = len(nlp.vocab.strings)
+    with nlp.memory_zone():
+        inside = _outputs(nlp.pipe(texts))
+    assert len(nlp.vocab.strings) == before
+    outside = _outputs(nlp.pipe(texts))
+    assert len(nlp.vocab.strings) > before  # the words were new: the zone had strings to free
+    _assert_same(inside, outside)
+
+
 @pytest.mark.parametrize("family", ["bert", "bert_int8", "bert_bf16", "gpt", "elmo"])
 def test_a_pickled_pipeline_gives_the_same_output(family, bert_pipeline, tmp_path):
     """spaCy pickles the pipeline for n_process where workers are spawned (macOS, Windows); a
@@ -211,3 +226,18 @@ def test_saved_span_qa_answers_bit_identically_in_a_fresh_process(tmp_path):
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == repr(_answers(nlp))
+
+
+def test_span_qa_answers_in_a_memory_zone_as_outside_and_frees_the_new_words(tmp_path):
+    from spacy_bertfam import make_qa_doc
+
+    nlp = _trained_span_qa(tmp_path)
+    expected = _answers(nlp)
+    before = len(nlp.vocab.strings)
+    with nlp.memory_zone():
+        docs = [nlp(make_qa_doc(nlp, q, c)) for q, c in QA_PAIRS]
+        inside = [[(s.start, s.end) for s in d.spans["answer"]] + [d.spans["answer"].attrs["score"]] for d in docs]
+        nlp(make_qa_doc(nlp, "who saw zonewordgamma ?", "zonewordgamma saw zonewordgamma ."))
+        assert len(nlp.vocab.strings) > before  # new words: the zone has strings to free
+    assert len(nlp.vocab.strings) == before
+    assert inside == expected
