@@ -15,7 +15,8 @@ keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 
 (processes.return_freed_memory) from the start, and/or "+zone" to run the stream in spaCy's
 `nlp.memory_zone()` blocks of `--zone-tokens` tokens (what a long-running service does: the
 strings and lexemes of each block's new words are freed at its end; without zones spaCy's
-vocabulary grows with every new word); each prints its words/s too. Each setting
+vocabulary grows with every new word), and/or "+bf16" to predict with the encoder's
+`precision = "bf16"`; each prints its words/s too. Each setting
 runs in its own process, which inherits the environment: e.g. `MALLOC_MMAP_THRESHOLD_=4194304`
 to measure glibc with a fixed 4 MiB mmap threshold, or
 `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2` to measure jemalloc.
@@ -102,7 +103,7 @@ def texts(repeat: int = 0, shuffle: bool = False):
 
 
 def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shuffle: bool = False,
-        zone_tokens: int = 0) -> dict:
+        zone_tokens: int = 0, precision: str = "fp32") -> dict:
     import spacy
     from spacy.training import Example
 
@@ -112,6 +113,7 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
         return_freed_memory()
     config = spacy.util.load_config(ROOT / "configs" / "ner.cfg")
     config["components"]["bert_encoder"]["drop_outputs"] = drop_outputs
+    config["components"]["bert_encoder"]["precision"] = precision
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     example = Example.from_dict(nlp.make_doc("Alex moved to Chicago"), {"entities": [(0, 4, "person"), (14, 21, "location")]})
     nlp.initialize(lambda: [example])
@@ -162,7 +164,8 @@ def main() -> None:
     if args.child:  # one setting per process, so the runs do not share memory
         modifiers = args.child.split("+")[1:]
         print(json.dumps(run(args.tokens, args.child.startswith("drop"), "free" in modifiers, args.repeat,
-                             args.shuffle, args.zone_tokens if "zone" in modifiers else 0)))
+                             args.shuffle, args.zone_tokens if "zone" in modifiers else 0,
+                             "bf16" if "bf16" in modifiers else "fp32")))
         return
     for setting in args.settings:
         out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--repeat", str(args.repeat),

@@ -201,3 +201,24 @@ def test_reduced_precision_on_a_cpu_that_emulates_it_warns(hf_bert_dir, monkeypa
         assert 'precision = "fp32"' in str(slow[0].message)
     else:
         assert not slow
+
+
+def test_bf16_prediction_with_trims_multiplies_in_bounded_shapes_and_gives_the_same_output(hf_bert_dir):
+    """With `trim_memory` (the default) the bfloat16 copy's linear layers run their products in
+    row blocks (`models.layers.row_blocks`); without, as plain layers; the output is the same."""
+    import torch
+
+    from spacy_bertfam.models.layers.row_blocks import RowBlockedLinear
+
+    texts = [TEXT, "short one", " ".join(["Berlin is a city in Germany ."] * 40)]
+    outputs = {}
+    for trim in (True, False):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("bert_encoder", config={"precision": "bf16", "trim_memory": trim, "model": TINY_ENCODER})
+        nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+        outputs[trim] = [doc.tensor for doc in nlp.pipe(texts)]
+        shim = next(shim for node in nlp.get_pipe("bert_encoder").model.walk() for shim in node.shims)
+        kinds = {type(m) for m in shim._copied_model.modules() if isinstance(m, torch.nn.Linear)}
+        assert kinds == ({RowBlockedLinear} if trim else {torch.nn.Linear}), kinds
+    for blocked, plain in zip(outputs[True], outputs[False]):
+        np.testing.assert_allclose(blocked, plain, rtol=1e-3, atol=1e-3)  # equal on AVX512-BF16
