@@ -1,11 +1,12 @@
 """Linear layers that multiply in row blocks of a few fixed sizes, for bfloat16 prediction.
 
-torch multiplies bfloat16 matrices on a CPU through oneDNN, and oneDNN and torch's bridge to
-it each keep a compiled product per input shape, up to 1,024 shapes, about 0.5 MB each: a
-stream of batches with ever new numbers of positions grew a process by ~400 MB (the shipped
-NER pipeline with precision "bf16", 1M tokens: glibc's blocks in use 521 -> 913 MB). Run in
-blocks of `BLOCK` rows, a multiple of `STEP` and fewer than `STEP` padded to a power of two,
-a layer's products come in at most 40 shapes, whatever the batch.
+torch multiplies bfloat16 matrices on a CPU through oneDNN, and keeps a compiled product per
+input shape: ~0.56 MB each here, up to about 1,024 shapes (with oneDNN's primitive cache
+off, still ~0.24 MB: not only that cache). A stream of batches with ever new numbers of
+positions grew a process by ~400 MB (the shipped NER pipeline with precision "bf16", 1M
+tokens: glibc's blocks in use 521 -> 913 MB). Run in blocks of `BLOCK` rows, a multiple of
+`STEP` and fewer than `STEP` padded to a power of two, a layer's products come in at most 40
+shapes, whatever the batch.
 """
 import torch
 import torch.nn.functional as F
