@@ -105,7 +105,7 @@ class EncoderComponent(TrainablePipe):
         flat; it costs 4-13% of the words/s (bench/results/stream_memory.md). With precision
         "bf16" on a CPU it also has the transformer families' bfloat16 products run in a
         bounded set of shapes (`models.layers.row_blocks`): oneDNN keeps a compiled product
-        per shape, and a 1M-token bf16 stream grew by ~450 MB without (3-10% of the
+        per shape, and a 1M-token bf16 stream grew by ~450 MB without (5-10% of the
         encoder's bf16 speed). False where memory is plentiful and speed counts.
     """
 
