@@ -30,7 +30,6 @@ from thinc.types import Floats2d, Ints1d
 from torch import nn
 
 from ..errors import ConfigError
-from ..models.layers.row_blocks import block_rows
 from ..models.quantize import int8_copy
 from ..tokenization import PieceTokenizer
 from . import adam
@@ -282,23 +281,19 @@ class EncoderShim(PyTorchShim):
     _scales_gradients = False
     _copy_dtype: Optional[torch.dtype] = None  # torch.int8 or torch.bfloat16: predict with such a copy
     _copied_model: Optional[nn.Module] = None
-    _bounded_shapes = False
     _compiles = False
     _compiled_model: Optional[nn.Module] = None
 
-    def use_precision(self, precision: str, bf16_weights: bool = False,
-                      bounded_shapes: bool = False) -> Optional[torch.dtype]:
+    def use_precision(self, precision: str, bf16_weights: bool = False) -> Optional[torch.dtype]:
         """The autocast dtype for `precision`; float16 also turns on thinc's gradient
         scaling, which float16 needs and bfloat16 does not. bf16_weights: predict "bf16"
-        with a bfloat16 copy (see the class docstring) rather than under autocast;
-        bounded_shapes: on a CPU, that copy's linear layers multiply in a bounded set of
-        shapes (`models.layers.row_blocks`), so that oneDNN's caches stop growing."""
+        with a bfloat16 copy (see the class docstring) rather than under autocast."""
         self.check_device(precision)
         if self.device.type == "cpu":
             warn_if_emulated(precision)
         copy_dtype = {"int8": torch.int8, "bf16": torch.bfloat16 if bf16_weights else None}.get(precision)
-        if copy_dtype != self._copy_dtype or bounded_shapes != self._bounded_shapes:
-            self._copy_dtype, self._bounded_shapes, self._copied_model = copy_dtype, bounded_shapes, None
+        if copy_dtype != self._copy_dtype:
+            self._copy_dtype, self._copied_model = copy_dtype, None
         if precision == "fp16" and not self._scales_gradients:  # thinc scales and unscales gradients
             self._grad_scaler = PyTorchGradScaler(enabled=True)
             self._grad_scaler.to_(self.device)
@@ -345,13 +340,9 @@ class EncoderShim(PyTorchShim):
         if self._copied_model is None:
             self._copied_model = (int8_copy(self._model, calibrate=getattr(type(self._model), "calibration_pass", None))
                                   if self._copy_dtype == torch.int8
-                                  else self._bf16_copy())
+                                  else copy.deepcopy(self._model).eval().to(self._copy_dtype))
         with torch.no_grad():  # the copy is in its precision throughout: no autocast
             return self._copied_model(*inputs.args, **{**inputs.kwargs, "autocast": None})
-
-    def _bf16_copy(self) -> nn.Module:
-        model = copy.deepcopy(self._model).eval().to(self._copy_dtype)
-        return block_rows(model) if self._bounded_shapes and self.device.type == "cpu" else model
 
     def _predict_compiled(self, inputs):
         if self._compiled_model is None:

@@ -146,8 +146,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[EncodedBatc
     if recompute:
         return_freed_memory()
     inputs = _torch_inputs(plan, layer_ids, shim.device, lm, recompute)
-    inputs.kwargs["autocast"] = shim.use_precision(contract.precision, bf16_weights=True,
-                                                   bounded_shapes=contract.trim_memory)
+    inputs.kwargs["autocast"] = shim.use_precision(contract.precision, bf16_weights=True)
     if not is_train and contract.trim_memory:
         # Freed pages go back to the system after every chunk of a call of several: glibc
         # places a chunk's arrays anywhere in its heap, not where the previous chunk's were

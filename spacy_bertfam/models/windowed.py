@@ -5,6 +5,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .layers.linear import padded_rows
 from .layers.packing import Packing
 
 
@@ -96,11 +97,14 @@ class WindowedEncoder(nn.Module):
         recompute = recompute and torch.is_grad_enabled()
         result: List[torch.Tensor] = []
         first = 0  # the chunk's first position in `source`'s numbering
+        # Prediction on a CPU multiplies through oneDNN in a bounded set of row counts
+        # (`layers.linear`): packed chunks come in those counts, so no layer copies its rows.
+        rows_to = padded_rows if ids.device.type == "cpu" and not torch.is_grad_enabled() else None
         with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
             vectors = self.encoder.embed_pieces(ids, sparse=ids.device.type == "cpu") if torch.is_grad_enabled() else None
             for windows, length in chunks:
                 chunk_mask = mask[windows, :length]
-                packing = Packing.of(chunk_mask) if self.pack else None
+                packing = Packing.of(chunk_mask, rows_to=rows_to) if self.pack else None
                 inputs = (ids[windows, :length], chunk_mask,
                           None if type_ids is None else type_ids[windows, :length],
                           None if vectors is None else vectors[windows, :length])

@@ -102,11 +102,8 @@ class EncoderComponent(TrainablePipe):
     trim_memory (bool): in prediction, have glibc give freed pages back to the system
         after each chunk of windows of a call of several (BERT, GPT) and every encoder
         call's worth of tokens in `nlp.pipe` (all families), so a long stream's RSS stays
-        flat; it costs 4-13% of the words/s (bench/results/stream_memory.md). With precision
-        "bf16" on a CPU it also has the transformer families' bfloat16 products run in a
-        bounded set of shapes (`models.layers.row_blocks`): oneDNN keeps a compiled product
-        per shape, and a 1M-token bf16 stream grew by ~450 MB without (5-10% of the
-        encoder's bf16 speed). False where memory is plentiful and speed counts.
+        flat; it costs 4-13% of the words/s (bench/results/stream_memory.md). False where
+        memory is plentiful and speed counts.
     """
 
     def __init__(

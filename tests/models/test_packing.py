@@ -56,3 +56,32 @@ def test_no_packing_without_padding_and_positions_map_to_rows():
     assert packing.unpad(x).squeeze(1).tolist() == [0.0, 1.0, 3.0]
     assert packing.pad(packing.unpad(x)).squeeze(2).tolist() == [[0.0, 1.0, 0.0], [3.0, 0.0, 0.0]]
 
+
+
+def test_rows_made_up_to_a_chosen_count_with_padding_positions_give_the_same_real_rows():
+    """`rows_to`: the packed rows are made up to the count the layers run best with by taking
+    padding positions, whose outputs are ignored; the real positions' outputs do not change."""
+    torch.manual_seed(0)
+    model = FAMILIES["bert"]().eval()
+    lengths = torch.tensor([16, 3, 9, 1, 12])  # 41 real positions of 80
+    mask = torch.arange(16)[None, :] < lengths[:, None]
+    ids = torch.randint(1, 50, mask.shape) * mask
+    plain = Packing.of(mask, min_padding=0.0)
+    made_up = Packing.of(mask, rows_to=lambda n: 64)
+    assert made_up.rows.numel() == 64 and made_up.padding.numel() == 16
+    assert torch.equal(made_up.rows, made_up.rows.sort().values)
+    assert set(plain.rows.tolist()) <= set(made_up.rows.tolist())
+    real = plain.rows
+    with torch.no_grad():
+        a = model(ids, mask, packing=plain).layers
+        b = model(ids, mask, packing=made_up).layers
+    for x, y in zip(a, b):
+        assert y.shape == (64, 32) and torch.isfinite(y).all()
+        torch.testing.assert_close(y[made_up.index(real)], x, rtol=1e-5, atol=1e-5)
+    # Not enough padding to reach the count: the real rows alone.
+    assert Packing.of(mask, rows_to=lambda n: 100).rows.numel() == 41
+    # Little padding, but a whole batch off the chosen counts: packed anyway.
+    full = torch.ones(3, 7, dtype=torch.bool)
+    full[0, 6] = False
+    assert Packing.of(full, rows_to=lambda n: -(-n // 8) * 8).rows.numel() == 20  # 21 -> 24: packed
+    assert Packing.of(full, rows_to=lambda n: -(-n // 7) * 7) is None  # 21 positions: a chosen count

@@ -203,22 +203,24 @@ def test_reduced_precision_on_a_cpu_that_emulates_it_warns(hf_bert_dir, monkeypa
         assert not slow
 
 
-def test_bf16_prediction_with_trims_multiplies_in_bounded_shapes_and_gives_the_same_output(hf_bert_dir):
-    """With `trim_memory` (the default) the bfloat16 copy's linear layers run their products in
-    row blocks (`models.layers.row_blocks`); without, as plain layers; the output is the same."""
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_prediction_multiplies_in_a_bounded_set_of_row_counts(hf_bert_dir, capfd, precision):
+    """oneDNN keeps a compiled product per shape (`models.layers.linear`): over texts of many
+    lengths the encoder's linear layers must show it only the padded row counts."""
     import torch
 
-    from spacy_bertfam.models.layers.row_blocks import RowBlockedLinear
-
-    texts = [TEXT, "short one", " ".join(["Berlin is a city in Germany ."] * 40)]
-    outputs = {}
-    for trim in (True, False):
-        nlp = spacy.blank("en")
-        nlp.add_pipe("bert_encoder", config={"precision": "bf16", "trim_memory": trim, "model": TINY_ENCODER})
-        nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
-        outputs[trim] = [doc.tensor for doc in nlp.pipe(texts)]
-        shim = next(shim for node in nlp.get_pipe("bert_encoder").model.walk() for shim in node.shims)
-        kinds = {type(m) for m in shim._copied_model.modules() if isinstance(m, torch.nn.Linear)}
-        assert kinds == ({RowBlockedLinear} if trim else {torch.nn.Linear}), kinds
-    for blocked, plain in zip(outputs[True], outputs[False]):
-        np.testing.assert_allclose(blocked, plain, rtol=1e-3, atol=1e-3)  # equal on AVX512-BF16
+    if not torch.backends.mkldnn.is_available() or (
+            precision == "bf16" and not torch.ops.mkldnn._is_mkldnn_bf16_supported()):
+        pytest.skip("no oneDNN products of this precision on this CPU")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"precision": precision, "model": TINY_ENCODER})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    texts = [" ".join(["Berlin is a city in Germany ."] * k) for k in (1, 2, 3, 5, 8, 13, 21, 40)]
+    capfd.readouterr()
+    with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+        docs = list(nlp.pipe(texts, batch_size=3))
+    problems = [line.split(",")[-2] for line in capfd.readouterr().out.splitlines()
+                if ",exec," in line and ",inner_product," in line]
+    rows = {int(p[2:].split("ic")[0]) for p in problems}
+    assert len(problems) >= 8 and all(len(doc.tensor) == len(doc) for doc in docs)
+    assert all(n in (1, 2, 4, 8, 16, 32) or n % 64 == 0 for n in rows), rows

@@ -20,6 +20,7 @@ from ..layers import Packing, TransformerBlock
 from ..layers.attention import KVCache
 from ..layers.dropout import Dropout
 from ..layers.init import init_normal
+from ..layers.linear import linear
 from ..output import EncoderOutput
 from .config import GptConfig
 
@@ -132,4 +133,4 @@ class GptDecoder(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM head tied to the piece embeddings: (..., width) -> (..., n_pieces)."""
-        return hidden @ self.pieces.weight.T
+        return linear(hidden, self.pieces.weight)

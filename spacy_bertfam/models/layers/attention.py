@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .dropout import dropout
+from .linear import Linear
 from .packing import Packing
 
 
@@ -74,10 +75,10 @@ class SelfAttention(nn.Module):
             )
         self.n_heads = n_heads
         self.dropout = dropout
-        self.query = nn.Linear(width, width)
-        self.key = nn.Linear(width, width)
-        self.value = nn.Linear(width, width)
-        self.output = nn.Linear(width, width)
+        self.query = Linear(width, width)
+        self.key = Linear(width, width)
+        self.value = Linear(width, width)
+        self.output = Linear(width, width)
 
     def forward(
         self,

@@ -3,6 +3,7 @@ import torch
 from torch import nn
 
 from .activations import get_activation
+from .linear import Linear
 
 
 class FeedForward(nn.Module):
@@ -15,8 +16,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, *, width: int, inner_width: int, activation: str = "gelu"):
         super().__init__()
-        self.up = nn.Linear(width, inner_width)
-        self.down = nn.Linear(inner_width, width)
+        self.up = Linear(width, inner_width)
+        self.down = Linear(inner_width, width)
         self.activation = get_activation(activation)
         self.activation_in_place = get_activation(activation, in_place=True)
 
