@@ -9,9 +9,10 @@ same texts, the systems alternating within each repetition; the figure is the me
 over repetitions, in words per second, on `--threads` torch threads (2). Texts: WNUT-17 dev (tweets)
 at batch 8 and 32; English prose, the books cut into paragraphs of 50-300 words; and
 documents of 2,000 words cut from the books. The machine's fp32 and bf16 matmul peaks
-are measured too (the faster of torch's `mm` and oneDNN's linear product), and the encoder's useful GFLOP/s (the arithmetic of its windows' real
-pieces over the time of its forward passes, both taken inside the timed `nlp.pipe` runs)
-is given as a share of the fp32 peak. For ours it also prints the encoder's share of the
+are measured too (the faster of torch's `mm` and oneDNN's linear product), and the
+encoder's useful GFLOP/s (the arithmetic of its windows' real pieces over the time of its
+forward passes, both taken inside the timed `nlp.pipe` runs) is given as a share of the
+fp32 peak. For ours it also prints the encoder's share of the
 `nlp.pipe` time and the words/s the rest of the pipeline (tokenizer, alignment, listener,
 NER head, spaCy) allows on its own: the ceiling that no encoder speed-up can pass, and the
 ratio to the peer that the pipeline would reach with its encoder at 100% of its precision's
