@@ -8,14 +8,16 @@ from spacy_bertfam.models.layers.activations import get_activation
 @pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "relu", "silu"])
 def test_prediction_in_place_equals_training_arithmetic(activation):
     """Without autograd the activation overwrites the hidden state; the output must be the
-    one the autograd path computes (up to the order of a product's sums: prediction
-    multiplies through oneDNN on a CPU, training through torch's BLAS), and gradients must
-    still flow with autograd on."""
+    one the same products give with the activation out of place, and the autograd path's
+    up to the order of a product's sums (prediction multiplies through oneDNN on a CPU,
+    training through torch's BLAS); gradients must still flow with autograd on."""
     torch.manual_seed(0)
     ffn = FeedForward(width=8, inner_width=32, activation=activation)
     x = torch.randn(3, 5, 8)
     with torch.no_grad():
         predicted = ffn(x)
+        out_of_place = ffn.down(ffn.activation(ffn.up(x)))
+    assert torch.equal(predicted, out_of_place)
     trained = ffn(x.requires_grad_())
     torch.testing.assert_close(predicted, trained.detach(), rtol=1e-6, atol=1e-6)
     trained.sum().backward()

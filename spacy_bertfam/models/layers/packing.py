@@ -34,13 +34,10 @@ class Packing(NamedTuple):
         flat = mask.reshape(-1).bool()
         rows = flat.nonzero().squeeze(1)
         padding = (~flat).nonzero().squeeze(1)
-        if rows_to is None:
-            if padding.numel() <= min_padding * flat.numel():
-                return None
-            return cls(rows, padding, mask.shape[0], mask.shape[1])
-        if padding.numel() <= min_padding * flat.numel() and rows_to(flat.numel()) == flat.numel():
+        little_padding = padding.numel() <= min_padding * flat.numel()
+        if little_padding and (rows_to is None or rows_to(flat.numel()) == flat.numel()):
             return None
-        extra = rows_to(rows.numel()) - rows.numel()
+        extra = 0 if rows_to is None else rows_to(rows.numel()) - rows.numel()
         if 0 < extra <= padding.numel():
             rows, padding = torch.cat([rows, padding[:extra]]).sort().values, padding[extra:]
         return cls(rows, padding, mask.shape[0], mask.shape[1])
