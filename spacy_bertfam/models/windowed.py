@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .layers.linear import padded_rows
+from .layers.linear import padded_rows, products_through_onednn
 from .layers.packing import Packing
 
 
@@ -100,7 +100,7 @@ class WindowedEncoder(nn.Module):
         first = 0  # the chunk's first position in `source`'s numbering
         # Prediction on a CPU multiplies through oneDNN in a bounded set of row counts
         # (`layers.linear`): packed chunks come in those counts, so no layer copies its rows.
-        rows_to = padded_rows if ids.device.type == "cpu" and not torch.is_grad_enabled() else None
+        rows_to = padded_rows if products_through_onednn(ids.device) else None
         with torch.autocast(ids.device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
             vectors = self.encoder.embed_pieces(ids, sparse=ids.device.type == "cpu") if torch.is_grad_enabled() else None
             for windows, length in chunks:

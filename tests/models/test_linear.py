@@ -55,6 +55,22 @@ def test_training_runs_f_linear_with_gradients():
     assert list(layer.state_dict()) == ["weight", "bias"]  # loads what nn.Linear saved
 
 
+def test_torch_switch_turns_the_onednn_products_off():
+    """`torch.backends.mkldnn.enabled = False` (a CPU whose BLAS is the faster) must give
+    F.linear's products to the last bit (with the switch on, oneDNN's differ from them here
+    in the last bits: K = 384 sums in another order)."""
+    torch.manual_seed(0)
+    layer, x = Linear(384, 80), torch.randn(37, 384)
+    enabled = torch.backends.mkldnn.enabled
+    with torch.no_grad():
+        expected = F.linear(x, layer.weight, layer.bias)
+        torch.backends.mkldnn.enabled = False
+        try:
+            assert torch.equal(layer(x), expected)
+        finally:
+            torch.backends.mkldnn.enabled = enabled
+
+
 @pytest.mark.skipif(not ONEDNN, reason="torch without oneDNN: F.linear throughout")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_onednn_sees_only_the_padded_row_counts(capfd, dtype):

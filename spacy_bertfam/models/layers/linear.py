@@ -7,7 +7,9 @@ single row (GPT decoding) 1.5-2.5×. oneDNN compiles a product per input shape a
 (~0.56 MB and ~0.85 ms each here, up to about 1,024 shapes: a stream of batches with ever new
 row counts grew a process by ~400 MB), so the rows are padded to a bounded set of counts
 (`padded_rows`); a caller that can choose such counts itself (`Packing.of` with `rows_to`)
-saves the copy. Under autograd, on a GPU, inside `torch.compile` and for other dtypes: F.linear.
+saves the copy. Under autograd, on a GPU, inside `torch.compile`, for other dtypes and with
+torch's oneDNN switched off (`torch.backends.mkldnn.enabled = False`, e.g. on a CPU where the
+BLAS is the faster): F.linear.
 """
 from typing import Optional
 
@@ -29,11 +31,17 @@ def padded_rows(n: int) -> int:
     return -(-n // step) * step
 
 
+def products_through_onednn(device: torch.device) -> bool:
+    """Whether `linear` multiplies float32 and bfloat16 rows on `device` through oneDNN now: on a
+    CPU, without autograd, outside `torch.compile`, with torch's oneDNN switched on."""
+    return (_ONEDNN and device.type == "cpu" and torch.backends.mkldnn.enabled and not torch.is_grad_enabled()
+            and not torch.compiler.is_compiling())
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """`F.linear(x, weight, bias)`, through oneDNN in padded row counts where that applies
     (see the module docstring)."""
-    if (not _ONEDNN or torch.is_grad_enabled() or x.device.type != "cpu" or x.dtype not in _DTYPES
-            or weight.dtype != x.dtype or torch.compiler.is_compiling()):
+    if not products_through_onednn(x.device) or x.dtype not in _DTYPES or weight.dtype != x.dtype:
         return F.linear(x, weight, bias)
     rows = x.reshape(-1, x.shape[-1])
     n = rows.shape[0]
