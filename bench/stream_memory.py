@@ -7,7 +7,9 @@ pipeline's set-up is left out — and its peak within the last 100k tokens: VmHW
 each reading, and glibc's blocks in use: live memory, without the freed blocks glibc keeps)
 every 100k tokens, with and without `drop_outputs`, and the growth after
 warm-up (from 300k tokens on: the tweets, then the first books), of the running peak and as
-the trend of the windows' peaks. `--repeat N` streams only the first N tokens, over and
+the trend of the windows' peaks; and the tokens of each window's heaviest spaCy batch, since what
+the Docs of a batch hold in flight lifts the peak (a running peak rises where the stream's
+heaviest batch comes, whether memory grows or not). `--repeat N` streams only the first N tokens, over and
 over; `--shuffle` mixes tweets and paragraphs in a seeded random order (in the books'
 order Moby-Dick's longer paragraphs come last).
 `python bench/stream_memory.py [--tokens 1000000] [--settings keep drop ...]`: a setting is
@@ -37,6 +39,7 @@ from typing import Optional
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+BATCH = 64  # nlp.pipe's batch_size
 
 
 def rss_mb(field: str = "VmRSS") -> float:
@@ -127,17 +130,24 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
             yield next(stream)
 
     start, peak = time.perf_counter(), 0.0
+    batch_docs = batch_tokens = heaviest = 0  # spaCy's batches of BATCH Docs, in the stream's order
     restart_peak()
     while seen < tokens:
         with nlp.memory_zone() if zone_tokens else nullcontext():
-            for doc in nlp.pipe(part(), batch_size=64):
+            for doc in nlp.pipe(part(), batch_size=BATCH):
                 seen += len(doc)
+                batch_docs, batch_tokens = batch_docs + 1, batch_tokens + len(doc)
+                if batch_docs == BATCH:
+                    heaviest = max(heaviest, batch_tokens)
+                    batch_docs = batch_tokens = 0
                 if seen >= mark:
                     window = rss_mb("VmHWM")
                     peak = max(peak, window)
                     in_use = glibc_in_use_mb()
-                    series.append((mark, round(rss_mb()), round(peak), round(window), in_use and round(in_use)))
+                    series.append((mark, round(rss_mb()), round(peak), round(window), in_use and round(in_use),
+                                   heaviest))
                     restart_peak()
+                    heaviest = 0
                     mark += 100_000
     return {"series": series, "words_per_s": seen / (time.perf_counter() - start), "strings": len(nlp.vocab.strings)}
 
@@ -180,6 +190,8 @@ def main() -> None:
             warm = series[min(2, len(series) - 1)]
             print(f"{setting}: {name} (MB) every 100k tokens: {series}; growth after the first 300k: "
                   f"{100 * (series[-1] - warm) / warm:+.1f}%", flush=True)
+        print(f"{setting}: tokens of the heaviest {BATCH}-Doc batch of each 100k-token window: "
+              f"{[row[5] for row in result['series']]}", flush=True)
         windows = [row[3] for row in result["series"]][2:]
         if len(windows) > 2:
             print(f"{setting}: trend of the window peaks after the first 300k (least-squares line, "
