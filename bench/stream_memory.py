@@ -130,9 +130,10 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
             yield next(stream)
 
     start, peak = time.perf_counter(), 0.0
-    batch_docs = batch_tokens = heaviest = 0  # spaCy's batches of BATCH Docs, in the stream's order
+    heaviest = 0  # tokens of the heaviest of spaCy's batches of BATCH Docs in this window
     restart_peak()
     while seen < tokens:
+        batch_docs = batch_tokens = 0  # each nlp.pipe (a zone's) starts its batches anew
         with nlp.memory_zone() if zone_tokens else nullcontext():
             for doc in nlp.pipe(part(), batch_size=BATCH):
                 seen += len(doc)
