@@ -18,7 +18,10 @@ keep / drop (drop_outputs) with "+free" to have glibc return freed blocks of >= 
 `nlp.memory_zone()` blocks of `--zone-tokens` tokens (what a long-running service does: the
 strings and lexemes of each block's new words are freed at its end; without zones spaCy's
 vocabulary grows with every new word), and/or "+bf16" to predict with the encoder's
-`precision = "bf16"`; each prints its words/s too. Each setting
+`precision = "bf16"`, and/or "+top" to have the NER listener read the top layer alone (384 wide)
+instead of the shipped config's last four layers concatenated (1,536 wide: every Doc in flight
+then holds a quarter of the layers, and the NER its quarter of the listener's output); each prints
+its words/s too. Each setting
 runs in its own process, which inherits the environment: e.g. `MALLOC_MMAP_THRESHOLD_=4194304`
 to measure glibc with a fixed 4 MiB mmap threshold, or
 `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2` to measure jemalloc.
@@ -106,7 +109,7 @@ def texts(repeat: int = 0, shuffle: bool = False):
 
 
 def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shuffle: bool = False,
-        zone_tokens: int = 0, precision: str = "fp32") -> dict:
+        zone_tokens: int = 0, precision: str = "fp32", top_layer: bool = False) -> dict:
     import spacy
     from spacy.training import Example
 
@@ -117,6 +120,8 @@ def run(tokens: int, drop_outputs: bool, free_blocks: bool, repeat: int = 0, shu
     config = spacy.util.load_config(ROOT / "configs" / "ner.cfg")
     config["components"]["bert_encoder"]["drop_outputs"] = drop_outputs
     config["components"]["bert_encoder"]["precision"] = precision
+    if top_layer:
+        config["components"]["ner"]["model"]["tok2vec"].update({"layers": [-1], "width": 384})
     nlp = spacy.util.load_model_from_config(config, auto_fill=True)
     example = Example.from_dict(nlp.make_doc("Alex moved to Chicago"), {"entities": [(0, 4, "person"), (14, 21, "location")]})
     nlp.initialize(lambda: [example])
@@ -176,7 +181,7 @@ def main() -> None:
         modifiers = args.child.split("+")[1:]
         print(json.dumps(run(args.tokens, args.child.startswith("drop"), "free" in modifiers, args.repeat,
                              args.shuffle, args.zone_tokens if "zone" in modifiers else 0,
-                             "bf16" if "bf16" in modifiers else "fp32")))
+                             "bf16" if "bf16" in modifiers else "fp32", "top" in modifiers)))
         return
     for setting in args.settings:
         out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens), "--repeat", str(args.repeat),
