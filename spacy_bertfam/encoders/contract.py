@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from ..models.quantize import int8_copy
 from ..tokenization import PieceTokenizer
 from . import adam
-from .cpu_support import warn_if_emulated
+from .cpu_support import fast_on_cpu, warn_if_emulated
 
 CONTRACT = "contract"  # the one Model.attrs key an encoder Model is found by
 _DOC_ENCODING_TAG = "__spacy_bertfam.DocEncoding__"
@@ -264,7 +264,8 @@ class EncoderShim(PyTorchShim):
     """thinc's PyTorch shim, with the torch encoder it runs as a public attribute and
     the precision it runs in.
 
-    With precision "int8", prediction runs an int8 copy of the module (`models.quantize`);
+    With precision "int8", prediction runs an int8 copy of the module (`models.quantize`; its
+    feed-forward output projections in bfloat16 where the CPU has bf16 instructions, else fp32);
     with "bf16" and `bf16_weights` (the transformer families), a bfloat16 copy, whose
     whole forward runs in bfloat16: autocast would convert activations between float32
     and bfloat16 around every layer norm and residual sum, which cost a sixth of the
@@ -338,7 +339,8 @@ class EncoderShim(PyTorchShim):
         if self._copy_dtype is None:
             return super().predict(inputs)
         if self._copied_model is None:
-            self._copied_model = (int8_copy(self._model, calibrate=getattr(type(self._model), "calibration_pass", None))
+            self._copied_model = (int8_copy(self._model, kept_dtype=torch.bfloat16 if fast_on_cpu("bf16") else torch.float32,
+                                            calibrate=getattr(type(self._model), "calibration_pass", None))
                                   if self._copy_dtype == torch.int8
                                   else copy.deepcopy(self._model).eval().to(self._copy_dtype))
         with torch.no_grad():  # the copy is in its precision throughout: no autocast

@@ -10,7 +10,7 @@ precision loads with it); the warning says what it costs and what to set instead
 """
 import warnings
 from functools import lru_cache
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -25,17 +25,28 @@ class SlowPrecisionWarning(UserWarning):
     """A reduced precision that this CPU emulates: slower than fp32, not faster."""
 
 
+def _x86_features() -> Optional[Dict[str, object]]:
+    """torch's report of this x86 CPU's features; None where it gives none (e.g. on ARM)."""
+    if not hasattr(torch.cpu, "get_capabilities"):
+        return None
+    features = torch.cpu.get_capabilities()
+    return features if features.get("architecture") == "x86_64" else None
+
+
 @lru_cache(maxsize=None)
 def emulated_on_cpu(precision: str) -> bool:
     """Whether this x86 CPU lacks every instruction set that runs `precision` fast (False for
     fp32, and where torch does not report x86 features, e.g. on ARM)."""
-    wanted = FAST_WITH.get(precision)
-    if wanted is None or not hasattr(torch.cpu, "get_capabilities"):
-        return False
-    features = torch.cpu.get_capabilities()
-    if features.get("architecture") != "x86_64":
-        return False
-    return not any(features.get(name) for name in wanted)
+    wanted, features = FAST_WITH.get(precision), _x86_features()
+    return wanted is not None and features is not None and not any(features.get(name) for name in wanted)
+
+
+@lru_cache(maxsize=None)
+def fast_on_cpu(precision: str) -> bool:
+    """Whether this x86 CPU reports an instruction set that runs `precision` fast (False for
+    fp32, and where torch does not report x86 features)."""
+    wanted, features = FAST_WITH.get(precision), _x86_features()
+    return wanted is not None and features is not None and any(features.get(name) for name in wanted)
 
 
 _WARNED = set()  # precisions already warned about in this process

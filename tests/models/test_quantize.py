@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from spacy_bertfam.models import quantize
-from spacy_bertfam.models.quantize import OUTLIER_CHANNELS, Int8Linear, int8_copy
+from spacy_bertfam.models.quantize import OUTLIER_CHANNELS, CastLinear, Int8Linear, int8_copy
 
 
 def test_int8_linear_is_close_to_fp32_and_row_independent():
@@ -27,12 +27,29 @@ def test_int8_linear_is_close_to_fp32_and_row_independent():
 def test_int8_copy_replaces_linear_layers_but_the_kept_ones():
     model = nn.Sequential(nn.Linear(8, 8, bias=False))
     model.down = nn.Linear(8, 8)
-    copy = int8_copy(model, keep_fp32=("down",))
+    copy = int8_copy(model, keep=("down",))
     assert isinstance(copy[0], Int8Linear) and copy[0].bias is None
     assert type(copy.down) is nn.Linear and isinstance(model[0], nn.Linear)
     x = torch.randn(5, 8)
     with torch.no_grad():
         assert (copy[0](x) - model[0](x)).abs().max() < 0.05 * model[0](x).abs().max()
+
+
+def test_kept_layers_multiply_in_the_kept_dtype_and_return_float32():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 64))
+    model.down = nn.Linear(64, 32)
+    copy = int8_copy(model, keep=("down",), kept_dtype=torch.bfloat16)
+    assert isinstance(copy.down, CastLinear) and copy.down.weight.dtype == torch.bfloat16
+    assert type(model.down) is nn.Linear and model.down.weight.dtype == torch.float32  # the original is untouched
+    x = torch.randn(7, 64)
+    with torch.no_grad():
+        got, expected = copy.down(x), model.down(x)
+        in_bf16 = nn.functional.linear(x.bfloat16(), model.down.weight.bfloat16(), model.down.bias.bfloat16())
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, in_bf16.float(), rtol=1e-2, atol=1e-2)
+    error = ((got - expected).norm(dim=-1) / expected.norm(dim=-1)).max().item()
+    assert 0 < error < 0.02, error  # bfloat16's rounding, not float32's
 
 
 def test_query_key_and_value_quantize_their_input_once_and_keep_nothing():

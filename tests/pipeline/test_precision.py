@@ -70,8 +70,9 @@ def test_int8_layers_are_close_to_fp32(minilm_dir):
               ((full._.bertfam["bert_encoder"].layers[i], int8._.bertfam["bert_encoder"].layers[i]) for i in range(7))]
     print("int8 relative error per layer:", [round(e, 4) for e in errors])
     # The embeddings have no linear layer (exact); each block's linear layers but the
-    # feed-forward output are int8 (models/quantize.py). Measured: 0.009-0.017 per block with
-    # each layer's 8 outlier channels in fp32 and the others smoothed; 0.009-0.019 with the
+    # feed-forward output are int8 (models/quantize.py), that one bf16 on a CPU with bf16
+    # products, else fp32. Measured: 0.009-0.018 per block with it in bf16 (AVX512-BF16), 0.009-0.017
+    # in fp32, with each layer's 8 outlier channels in fp32 and the others smoothed; 0.009-0.019 with the
     # outlier channels alone; 0.012-0.036 with neither (0.07-0.17 when activations were
     # quantized per batch).
     assert errors[0] == 0 and 0 < errors[-1] and max(errors) < 0.03
@@ -182,11 +183,12 @@ def test_reduced_precision_on_a_cpu_that_emulates_it_warns(hf_bert_dir, monkeypa
 
     import torch
 
-    from spacy_bertfam.encoders import cpu_support
+    from spacy_bertfam.encoders import contract, cpu_support
 
     features = {"architecture": "x86_64", "cpu_name": "Test CPU", "avx2": True, **present}
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: features)
     monkeypatch.setattr(cpu_support, "emulated_on_cpu", cpu_support.emulated_on_cpu.__wrapped__)
+    monkeypatch.setattr(contract, "fast_on_cpu", cpu_support.fast_on_cpu.__wrapped__)  # the int8 copy's kept layers
     monkeypatch.setattr(cpu_support, "_WARNED", set())
     nlp = spacy.blank("en")
     nlp.add_pipe("bert_encoder", config={"precision": precision, "model": TINY_ENCODER})
@@ -201,6 +203,35 @@ def test_reduced_precision_on_a_cpu_that_emulates_it_warns(hf_bert_dir, monkeypa
         assert 'precision = "fp32"' in str(slow[0].message)
     else:
         assert not slow
+
+
+@pytest.mark.parametrize("bf16_products", [True, False])
+def test_int8_multiplies_the_feed_forward_output_in_bf16_where_the_cpu_has_bf16_products(
+        hf_bert_dir, monkeypatch, bf16_products):
+    """int8 keeps each block's feed-forward output projection out of int8: in bfloat16 on a CPU
+    with bf16 products (as close to fp32's entities, twice as fast), else in float32."""
+    import torch
+    from torch import nn
+
+    from spacy_bertfam.encoders import contract, cpu_support
+    from spacy_bertfam.models.layers.feedforward import FeedForward
+    from spacy_bertfam.models.quantize import CastLinear, Int8Linear
+
+    features = {"architecture": "x86_64", "avx512_vnni": True, "avx512_bf16": bf16_products}
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: features)
+    monkeypatch.setattr(contract, "fast_on_cpu", cpu_support.fast_on_cpu.__wrapped__)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bert_encoder", config={"precision": "int8", "model": TINY_ENCODER})
+    nlp.get_pipe("bert_encoder").initialize(lambda: [], nlp=nlp, encoder_loader=checkpoint_loader(hf_bert_dir))
+    doc = nlp("the cat sat")
+    assert np.isfinite(doc.tensor).all() and len(doc.tensor) == 3
+    shim = next(m for m in nlp.get_pipe("bert_encoder").model.walk() if m.shims).shims[0]
+    blocks = [m for m in shim._copied_model.modules() if isinstance(m, FeedForward)]
+    assert blocks and all(isinstance(b.up, Int8Linear) for b in blocks)
+    if bf16_products:
+        assert all(isinstance(b.down, CastLinear) and b.down.weight.dtype == torch.bfloat16 for b in blocks)
+    else:
+        assert all(isinstance(b.down, nn.Linear) and b.down.weight.dtype == torch.float32 for b in blocks)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
