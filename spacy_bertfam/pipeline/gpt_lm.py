@@ -97,15 +97,16 @@ class GptLmComponent(EncoderComponent):
         """
         decoder = torch_encoder(self.model)
         top = self.contract.n_layers - 1
-        words_ids = self.tokenizer.encode_words([token_words(d, piece_layout(self.model).words) for d in docs])
+        pieces = self.tokenizer.encode_word_pieces([token_words(d, piece_layout(self.model).words) for d in docs])
         hidden_rows, targets, firsts, where = [], [], [], []  # where: (doc, piece index of each first)
         n_pieces = []
-        for k, (doc, doc_words) in enumerate(zip(docs, words_ids)):
+        for k, (doc, (doc_ids, lengths)) in enumerate(zip(docs, pieces)):
             row = 0  # the encoder's row of the segment's first piece
-            n_pieces.append(sum(map(len, doc_words)))
+            word_starts = np.concatenate([[0], np.cumsum(lengths)])  # each word's first piece
+            n_pieces.append(int(word_starts[-1]))
             piece = 0
             for begin, end in _segments(doc):
-                ids = [p for word in doc_words[begin:end] for p in word]
+                ids = doc_ids[word_starts[begin]:word_starts[end]].tolist()
                 if ids:
                     firsts.append(ids[0])
                     where.append((k, piece))
@@ -129,8 +130,7 @@ class GptLmComponent(EncoderComponent):
                 per_doc[k][piece] = first[j]
                 per_doc[k][piece + 1:piece + 1 + n_next] = following[used:used + n_next]
                 used += n_next
-        for doc, doc_words, scores in zip(docs, words_ids, per_doc):
-            lengths = np.asarray([len(w) for w in doc_words], dtype=np.int64)
+        for doc, (_, lengths), scores in zip(docs, pieces, per_doc):
             running = np.concatenate([[0.0], np.cumsum(scores, dtype=np.float64)])
             ends = np.cumsum(lengths)
             doc._.token_logprobs = (running[ends] - running[ends - lengths]).astype(np.float32)

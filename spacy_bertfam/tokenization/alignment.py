@@ -46,12 +46,14 @@ def align_tokens(
         missing: none is).
     """
     out = []
-    for i, per_word in enumerate(tokenizer.encode_words(docs)):
+    for i, (ids, lengths) in enumerate(tokenizer.encode_word_pieces(docs)):
         n_first = first_segments[i] if i < len(first_segments) else 0
         if n_first:
-            out.append(_joined(_align(per_word[:n_first], unk_id), _align(per_word[n_first:], unk_id)))
+            split = int(lengths[:n_first].sum())
+            out.append(_joined(_align(ids[:split], lengths[:n_first], unk_id),
+                               _align(ids[split:], lengths[n_first:], unk_id)))
         else:
-            out.append(_align(per_word, unk_id))
+            out.append(_align(ids, lengths, unk_id))
     return out
 
 
@@ -61,10 +63,9 @@ def _joined(a: DocPieces, b: DocPieces) -> DocPieces:
                      token_pieces=np.concatenate([a.token_pieces, b.token_pieces + a.n_pieces]))
 
 
-def _align(per_word: List[List[int]], unk_id: int) -> DocPieces:
-    n_tokens = len(per_word)
-    lengths = np.fromiter((len(p) for p in per_word), dtype=np.int64, count=n_tokens)
-    ids = np.fromiter((i for p in per_word for i in p), dtype=np.int64, count=int(lengths.sum()))
+def _align(ids: np.ndarray, lengths: np.ndarray, unk_id: int) -> DocPieces:
+    """ids: the pieces of the tokens in order; lengths: (n_tokens,) pieces of each token."""
+    n_tokens = len(lengths)
     if n_tokens and not ids.size:
         return DocPieces(
             ids=np.asarray([unk_id], dtype=np.int64),

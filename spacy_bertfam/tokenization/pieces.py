@@ -93,22 +93,38 @@ class PieceTokenizer:
         return _to_encoded(enc)
 
     def encode_words(self, docs: Sequence[Sequence[str]]) -> List[List[List[int]]]:
-        """Pieces of each word of each pre-split doc: never a special piece, even for a word
-        that spells one ("[SEP]", "<|endoftext|>"), which is text like any other.
+        """Pieces of each word of each pre-split doc (see `encode_word_pieces`): per doc, per
+        word, the list of piece ids; a word may get none."""
+        out = []
+        for ids, lengths in self.encode_word_pieces(docs):
+            pieces, ends = ids.tolist(), np.cumsum(lengths).tolist()
+            out.append([pieces[end - n:end] for n, end in zip(lengths.tolist(), ends)])
+        return out
 
-        Returns, per doc, per word, the list of piece ids; a word may get none
-        (whitespace, or characters that the normaliser removes).
+    def encode_word_pieces(self, docs: Sequence[Sequence[str]]) -> List[Tuple[np.ndarray, np.ndarray]]:
+        """Pieces of each pre-split doc: never a special piece, even for a word that spells
+        one ("[SEP]", "<|endoftext|>"), which is text like any other.
+
+        Returns, per doc, its piece ids word after word (n_pieces,) and the number of pieces
+        of each word (n_words,); a word may get none (whitespace, or characters that the
+        normaliser removes). As arrays, not a list per word: on a batch of tweets the lists
+        took four times as long as the tokenizer itself.
         """
         encs = self._words_tokenizer().encode_batch(
             [list(words) for words in docs], is_pretokenized=True, add_special_tokens=False
         )
         out = []
         for words, enc in zip(docs, encs):
-            per_word: List[List[int]] = [[] for _ in words]
-            for piece, word in zip(enc.ids, enc.word_ids):
-                if word is not None:
-                    per_word[word].append(piece)
-            out.append(per_word)
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            word_of = np.asarray([-1 if w is None else w for w in enc.word_ids] if None in enc.word_ids
+                                 else enc.word_ids, dtype=np.int64)
+            kept = word_of >= 0
+            if not kept.all():
+                ids, word_of = ids[kept], word_of[kept]
+            if word_of.size > 1 and (word_of[1:] < word_of[:-1]).any():
+                order = np.argsort(word_of, kind="stable")
+                ids, word_of = ids[order], word_of[order]
+            out.append((ids, np.bincount(word_of, minlength=len(words)).astype(np.int64)))
         return out
 
     def _words_tokenizer(self) -> Tokenizer:
