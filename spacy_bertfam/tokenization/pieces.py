@@ -115,16 +115,9 @@ class PieceTokenizer:
         )
         out = []
         for words, enc in zip(docs, encs):
-            ids = np.asarray(enc.ids, dtype=np.int64)
-            word_of = np.asarray([-1 if w is None else w for w in enc.word_ids] if None in enc.word_ids
-                                 else enc.word_ids, dtype=np.int64)
-            kept = word_of >= 0
-            if not kept.all():
-                ids, word_of = ids[kept], word_of[kept]
-            if word_of.size > 1 and (word_of[1:] < word_of[:-1]).any():
-                order = np.argsort(word_of, kind="stable")
-                ids, word_of = ids[order], word_of[order]
-            out.append((ids, np.bincount(word_of, minlength=len(words)).astype(np.int64)))
+            # Without special pieces every piece belongs to a word, and pieces come word after word.
+            word_of = np.asarray(enc.word_ids, dtype=np.int64)
+            out.append((np.asarray(enc.ids, dtype=np.int64), np.bincount(word_of, minlength=len(words))))
         return out
 
     def _words_tokenizer(self) -> Tokenizer:
