@@ -81,6 +81,28 @@ def _stacked_weights(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell) ->
             torch.stack([cell.projection.weight.T for cell in cells]))
 
 
+class _Scratch:
+    """Memory for the gates, allocated once per `run_directions` call and reused by every
+    chunk and step of it: in prediction only (products into `out=` do not backpropagate).
+
+    A chunk of 1,024 rows' gates is 16 MB. Allocated anew for each chunk, glibc maps fresh
+    pages for it and the kernel zeroes them on first touch: writing the bias into such a
+    chunk ran at 3 GB/s (95 ms of a 1 s pass over the WNUT-17 tweets)."""
+
+    def __init__(self, like: torch.Tensor, active: List[int], width: int):
+        rows = active[0] if active else 0
+        chunk_rows = max(min(INPUT_CHUNK * rows, INPUT_CHUNK_ROWS), rows)
+        self.width = width
+        self.chunk_memory = like.new_empty(2 * chunk_rows * width)
+        self.gates_memory = like.new_empty(2 * rows * width)
+
+    def chunk(self, rows: int) -> torch.Tensor:
+        return self.chunk_memory[: 2 * rows * self.width].view(2, rows, self.width)
+
+    def gates(self, rows: int) -> torch.Tensor:
+        return self.gates_memory[: 2 * rows * self.width].view(2, rows, self.width)
+
+
 def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: Tuple[torch.Tensor, torch.Tensor],
                    packing: Packing, state: Tuple[State, State]) -> Tuple[Tuple[torch.Tensor, torch.Tensor],
                                                                          Tuple[State, State]]:
@@ -103,6 +125,7 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
     ended: List[State] = []  # rows whose last step has passed, last rows first
     outputs = []
     chunk_start = chunk_end = 0
+    scratch = _Scratch(x[0], packing.active, 4 * C) if not torch.is_grad_enabled() else None
     for t, n in enumerate(packing.active):
         if t == chunk_end:
             # The input's share of the next steps' gates (and the state bias), for the rows
@@ -113,12 +136,14 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
             # into zeros the size of what it was cut from (a whole chunk, every step).
             k = min(INPUT_CHUNK, max(1, INPUT_CHUNK_ROWS // n), len(packing.active) - t)
             chunk_start, chunk_end = t, t + k
-            chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight)
+            chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight,
+                                  out=scratch.chunk(k * n) if scratch else None)
             chunk_steps = chunk.view(2, k, n, 4 * C).unbind(1)
         if n < h.shape[1]:  # rows are sorted longest first: those from n on have ended
             ended.append((h[:, n:], c[:, n:]))
             h, c = h[:, :n], c[:, :n]
-        gates = torch.baddbmm(chunk_steps[t - chunk_start][:, :n], h, state_weight)
+        gates = torch.baddbmm(chunk_steps[t - chunk_start][:, :n], h, state_weight,
+                              out=scratch.gates(n) if scratch else None)
         input_gate, forget_gate, output_gate, memory = gates.sigmoid_().split(C, dim=-1)
         # c = f·c + i·tanh(m) = f·c − i + 2·i·σ(2m), and o·tanh(c) = 2·o·σ(2c) − o.
         c = torch.addcmul(torch.addcmul(-input_gate, forget_gate, c), input_gate, memory, value=2)
