@@ -83,7 +83,7 @@ def _stacked_weights(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell) ->
 
 class _Scratch:
     """Memory for the gates, allocated once per `run_directions` call and reused by every
-    chunk and step of it: in prediction only (products into `out=` do not backpropagate).
+    chunk and step of it: in float32 prediction only.
 
     A chunk of 1,024 rows' gates is 16 MB. Allocated anew for each chunk, glibc maps fresh
     pages for it and the kernel zeroes them on first touch: writing the bias into such a
@@ -125,7 +125,9 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
     ended: List[State] = []  # rows whose last step has passed, last rows first
     outputs = []
     chunk_start = chunk_end = 0
-    scratch = _Scratch(x[0], packing.active, 4 * C) if not torch.is_grad_enabled() else None
+    # Products into `out=` neither backpropagate nor take autocast's dtype: plain prediction only.
+    plain = not torch.is_grad_enabled() and not torch.is_autocast_enabled(x[0].device.type)
+    scratch = _Scratch(x[0], packing.active, 4 * C) if plain else None
     for t, n in enumerate(packing.active):
         if t == chunk_end:
             # The input's share of the next steps' gates (and the state bias), for the rows
