@@ -102,7 +102,7 @@ class EncoderComponent(TrainablePipe):
     trim_memory (bool): in prediction, have glibc give freed pages back to the system
         after each chunk of windows of a call of several (BERT, GPT) and every encoder
         call's worth of tokens in `nlp.pipe` (all families), so a long stream's RSS stays
-        flat; it costs 4-13% of the words/s (bench/results/stream_memory.md). False where
+        flat; it costs 4-16% of the words/s (bench/results/stream_memory.md). False where
         memory is plentiful and speed counts.
     """
 
