@@ -63,8 +63,8 @@ def _stacked_weights(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell) ->
     state (2, P, 4C) and projection (2, C, P).
 
     The memory gate's pre-activation is doubled: one sigmoid covers all four gates, as
-    tanh(m) = 2σ(2m) − 1. On a CPU torch's tanh is
-    3x slower than its sigmoid (AVX2, 32k floats: 105 against 32 µs on one thread).
+    tanh(m) = 2σ(2m) − 1. On a CPU torch's tanh is 3x slower than its sigmoid (AVX2, 32k
+    floats: 105 against 32 µs on one thread).
     Made anew on every call (4 ms, 2% of a call on 128 tweets): optimizers update weights
     through `.data`, in place, which neither moves their storage nor counts as a version,
     so a kept copy could not tell that they changed.
@@ -92,14 +92,12 @@ class _Scratch:
         rows = active[0] if active else 0
         chunk_rows = max(min(INPUT_CHUNK * rows, INPUT_CHUNK_ROWS), rows)
         self.width = width
-        self.chunk_memory = like.new_empty(2 * chunk_rows * width)
-        self.gates_memory = like.new_empty(2 * rows * width)
+        self.chunk = like.new_empty(2 * chunk_rows * width)
+        self.gates = like.new_empty(2 * rows * width)
 
-    def chunk(self, rows: int) -> torch.Tensor:
-        return self.chunk_memory[: 2 * rows * self.width].view(2, rows, self.width)
-
-    def gates(self, rows: int) -> torch.Tensor:
-        return self.gates_memory[: 2 * rows * self.width].view(2, rows, self.width)
+    def take(self, memory: torch.Tensor, rows: int) -> torch.Tensor:
+        """(2, rows, width) at the start of `memory` (`self.chunk` or `self.gates`)."""
+        return memory[: 2 * rows * self.width].view(2, rows, self.width)
 
 
 def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: Tuple[torch.Tensor, torch.Tensor],
@@ -138,13 +136,13 @@ def run_directions(forward: ProjectedLSTMCell, backward: ProjectedLSTMCell, x: T
             k = min(INPUT_CHUNK, max(1, INPUT_CHUNK_ROWS // n), len(packing.active) - t)
             chunk_start, chunk_end = t, t + k
             chunk = torch.baddbmm(bias, inputs[:, t: t + k, :n].reshape(2, k * n, W), input_weight,
-                                  out=scratch.chunk(k * n) if scratch else None)
+                                  out=scratch.take(scratch.chunk, k * n) if scratch else None)
             chunk_steps = chunk.view(2, k, n, 4 * C).unbind(1)
         if n < h.shape[1]:  # rows are sorted longest first: those from n on have ended
             ended.append((h[:, n:], c[:, n:]))
             h, c = h[:, :n], c[:, :n]
         gates = torch.baddbmm(chunk_steps[t - chunk_start][:, :n], h, state_weight,
-                              out=scratch.gates(n) if scratch else None)
+                              out=scratch.take(scratch.gates, n) if scratch else None)
         input_gate, forget_gate, memory, output_gate = gates.sigmoid_().split(C, dim=-1)
         # c = f·c + i·tanh(m) = f·c − i + 2·i·σ(2m), and o·tanh(c) = 2·o·σ(2c) − o.
         c = torch.addcmul(torch.addcmul(-input_gate, forget_gate, c), input_gate, memory, value=2)
