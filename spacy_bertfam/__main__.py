@@ -11,6 +11,8 @@ from typing import List, Optional
 
 from confection import ConfigValidationError
 
+from .errors import InputError
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     """The `python -m spacy_bertfam` command line (argv: None reads sys.argv); returns the exit status."""
@@ -41,7 +43,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     cat.add_argument("output_dir", nargs="?", help="writes OUTPUT_DIR/train.spacy and OUTPUT_DIR/dev.spacy")
     cat.add_argument("--train-output", help="the train .spacy file (instead of OUTPUT_DIR/train.spacy)")
     cat.add_argument("--dev-output", help="the held-out .spacy file (instead of OUTPUT_DIR/dev.spacy)")
-    cat.add_argument("--heldout", type=float, default=0.1, help="fraction held out as dev")
+    cat.add_argument("--heldout", type=float, default=0.1,
+                     help="fraction held out as dev; 0 converts the whole file into the train output")
     cat.add_argument("--seed", type=int, default=0)
     squad = sub.add_parser("convert-squad", help="SQuAD v1.1/v2.0 JSON -> .spacy of QA Docs for span_qa")
     squad.add_argument("input")
@@ -77,8 +80,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif args.command == "convert-ner":
             _convert_ner(args.input, args.output)
         elif args.command == "convert-textcat":
-            if args.output_dir is None and not (args.train_output and args.dev_output):
-                parser.error("convert-textcat needs OUTPUT_DIR, or both --train-output and --dev-output")
+            if args.output_dir is None and not (args.train_output and (args.dev_output or args.heldout == 0)):
+                parser.error("convert-textcat needs OUTPUT_DIR, or --train-output and --dev-output "
+                             "(--train-output alone with --heldout 0)")
             out = Path(args.output_dir or ".")
             _convert_textcat(args.input, Path(args.train_output or out / "train.spacy"),
                              Path(args.dev_output or out / "dev.spacy"), args.heldout, args.seed)
@@ -86,7 +90,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             _convert_squad(args.input, args.output, args.articles)
         elif args.command == "evaluate-qa":
             _evaluate_qa(args.model, args.data, args.output, args.tune_threshold)
-    except ConfigValidationError as e:  # a checkpoint or config the command was pointed at: the message, no traceback
+    except (ConfigValidationError, InputError) as e:  # what the command was pointed at: the message, no traceback
         parser.exit(1, f"{parser.prog} {args.command}: {str(e).strip()}\n")
     return 0
 
@@ -129,10 +133,11 @@ def _convert_textcat(input_path: str, train_path: Path, dev_path: Path, heldout:
 
     docs = read_textcat_csv(input_path, spacy.blank("en"))
     train, dev = split_heldout(docs, heldout, seed)
-    for path, part in ((train_path, train), (dev_path, dev)):
+    parts = ((train_path, train), (dev_path, dev)) if heldout else ((train_path, train),)
+    for path, part in parts:
         path.parent.mkdir(parents=True, exist_ok=True)
         DocBin(docs=part, store_user_data=False).to_disk(path)
-    print(f"{train_path}: {len(train)} docs; {dev_path}: {len(dev)} docs; {len(docs[0].cats) if docs else 0} labels")
+    print("; ".join(f"{path}: {len(part)} docs" for path, part in parts) + f"; {len(docs[0].cats)} labels")
 
 
 def _convert_squad(input_path: str, output_path: str, articles: Optional[str]) -> None:

@@ -10,6 +10,7 @@ from spacy.util import registry
 from thinc.api import Model
 
 from .encoders import EncodedBatch, PieceLayout, build_elmo_encoder, build_piece_encoder
+from .errors import as_config_error
 from .models.bert import BertConfig, BertEncoder
 from .models.elmo import ElmoBiLM, ElmoConfig
 from .models.gpt import GptConfig, GptDecoder
@@ -60,24 +61,25 @@ def bert_encoder_v1(
     batch_pieces (int): most padded positions per encoder call; windows are run in
         chunks of similar length, so larger batches waste less on padding.
     """
-    config = BertConfig(
-        n_pieces=n_pieces,
-        hidden_width=hidden_width,
-        n_layers=n_layers,
-        n_heads=n_heads,
-        intermediate_width=intermediate_width,
-        n_positions=n_positions,
-        n_types=n_types,
-        hidden_dropout=hidden_dropout,
-        attention_dropout=attention_dropout,
-        layer_norm_eps=layer_norm_eps,
-        activation=activation,
-        padding_id=padding_id,
-    )
-    layout = PieceLayout(window=window, stride=stride, combine="mean", prefix=("[CLS]",), suffix=("[SEP]",),
-                         separator=("[SEP]",), unknown="[UNK]", padding_id=padding_id)
-    return build_piece_encoder(BertEncoder(config), layout, family="bert", n_layers=n_layers + 1,
-                               width=hidden_width, default_pooling="mean", batch_pieces=batch_pieces)
+    with as_config_error("spacy-bertfam.BertEncoder.v1"):
+        config = BertConfig(
+            n_pieces=n_pieces,
+            hidden_width=hidden_width,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            intermediate_width=intermediate_width,
+            n_positions=n_positions,
+            n_types=n_types,
+            hidden_dropout=hidden_dropout,
+            attention_dropout=attention_dropout,
+            layer_norm_eps=layer_norm_eps,
+            activation=activation,
+            padding_id=padding_id,
+        )
+        layout = PieceLayout(window=window, stride=stride, combine="mean", prefix=("[CLS]",), suffix=("[SEP]",),
+                             separator=("[SEP]",), unknown="[UNK]", padding_id=padding_id)
+        return build_piece_encoder(BertEncoder(config), layout, family="bert", n_layers=n_layers + 1,
+                                   width=hidden_width, default_pooling="mean", batch_pieces=batch_pieces)
 
 
 @registry.architectures("spacy-bertfam.GptDecoder.v1")
@@ -113,24 +115,25 @@ def gpt_decoder_v1(
         the window where it has the most left context.
     batch_pieces (int): most padded positions per decoder call.
     """
-    config = GptConfig(
-        n_pieces=n_pieces,
-        hidden_width=hidden_width,
-        n_layers=n_layers,
-        n_heads=n_heads,
-        intermediate_width=intermediate_width,
-        n_positions=n_positions,
-        embedding_dropout=embedding_dropout,
-        residual_dropout=residual_dropout,
-        attention_dropout=attention_dropout,
-        layer_norm_eps=layer_norm_eps,
-        activation=activation,
-        pre_norm=pre_norm,
-    )
-    layout = PieceLayout(window=window, stride=stride, combine="most_left_context", prefix=(), suffix=(),
-                         separator=None, unknown=unknown_piece, padding_id=0, words="space_before")
-    return build_piece_encoder(GptDecoder(config), layout, family="gpt", n_layers=n_layers + 1,
-                               width=hidden_width, default_pooling="last", batch_pieces=batch_pieces)
+    with as_config_error("spacy-bertfam.GptDecoder.v1"):
+        config = GptConfig(
+            n_pieces=n_pieces,
+            hidden_width=hidden_width,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            intermediate_width=intermediate_width,
+            n_positions=n_positions,
+            embedding_dropout=embedding_dropout,
+            residual_dropout=residual_dropout,
+            attention_dropout=attention_dropout,
+            layer_norm_eps=layer_norm_eps,
+            activation=activation,
+            pre_norm=pre_norm,
+        )
+        layout = PieceLayout(window=window, stride=stride, combine="most_left_context", prefix=(), suffix=(),
+                             separator=None, unknown=unknown_piece, padding_id=0, words="space_before")
+        return build_piece_encoder(GptDecoder(config), layout, family="gpt", n_layers=n_layers + 1,
+                                   width=hidden_width, default_pooling="last", batch_pieces=batch_pieces)
 
 
 @registry.architectures("spacy-bertfam.ElmoBiLM.v1")
@@ -158,11 +161,12 @@ def elmo_bilm_v1(
     spacy_bertfam.models.elmo.ElmoConfig for each field); layer outputs are
     2 × projection_width wide.
     """
-    config = ElmoConfig(
-        n_characters=n_characters, char_width=char_width, max_chars=max_chars,
-        filters=[tuple(f) for f in filters], n_highway=n_highway, activation=activation,
-        cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
-        cell_clip=cell_clip, projection_clip=projection_clip, skip_connections=skip_connections,
-        n_words=n_words, dropout=dropout,
-    )
-    return build_elmo_encoder(ElmoBiLM(config))
+    with as_config_error("spacy-bertfam.ElmoBiLM.v1"):
+        config = ElmoConfig(
+            n_characters=n_characters, char_width=char_width, max_chars=max_chars,
+            filters=[tuple(f) for f in filters], n_highway=n_highway, activation=activation,
+            cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
+            cell_clip=cell_clip, projection_clip=projection_clip, skip_connections=skip_connections,
+            n_words=n_words, dropout=dropout,
+        )
+        return build_elmo_encoder(ElmoBiLM(config))

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 import spacy
 from spacy import displacy
 
+from .errors import InputError
 from .pipeline.questions import ask
 
 TEXT = ("I moved from Chicago to Berlin last month and my new Revolut card still hasn't arrived. "
@@ -21,6 +22,12 @@ def run(model: str = "en_bertfam", text: str = TEXT, questions: Sequence[str] = 
         html: Optional[Path] = None) -> str:
     """The report of `model` (a package name or a pipeline folder) on `text`; with `html`, the
     Doc's entities and answers rendered by displaCy into that file."""
+    if not spacy.util.is_package(model) and not Path(model).is_dir():
+        raise InputError(f"No pipeline {model!r}: neither an installed package nor a folder. "
+                         + ("Build and install en_bertfam with `python -m spacy project run all` and "
+                            "`python -m spacy project run install`, or give a pipeline folder "
+                            "(e.g. training/joint/model-last)" if model == "en_bertfam"
+                            else "Give a pipeline folder or the name of an installed pipeline package"))
     nlp = spacy.load(model)
     doc = nlp(text)
     lines = [f"{model} ({', '.join(nlp.pipe_names)}) on:", f"  {text}", "", "Entities:"]

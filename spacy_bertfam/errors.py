@@ -1,5 +1,6 @@
-"""Errors in what the user configured: spaCy's CLI shows them as their message alone."""
-from typing import Any, Optional
+"""Errors in what the user configured or gave: the command lines show them as their message alone."""
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 from confection import ConfigValidationError
 
@@ -22,3 +23,21 @@ class ConfigError(ConfigValidationError):
 
     def __str__(self) -> str:
         return self.desc or ""
+
+
+class InputError(ValueError):
+    """A data file or argument that cannot be read as asked (a malformed row, a missing file); the
+    message names the file, the line where there is one, and what to do. `python -m spacy_bertfam`
+    shows it as its message alone."""
+
+
+@contextmanager
+def as_config_error(where: str) -> Iterator[None]:
+    """A ValueError raised inside becomes a ConfigError naming `where` (an architecture or config
+    block): the torch modules refuse sizes that cannot work, knowing nothing of configs."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except ValueError as e:
+        raise ConfigError(f"[{where}] {e}") from None

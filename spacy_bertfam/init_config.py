@@ -13,6 +13,7 @@ from spacy.cli.init_config import init_config as spacy_init_config
 
 from . import architectures
 from .convert import read_checkpoint
+from .errors import ConfigError
 from .pretrained import PACKAGED, checkpoint_path
 
 # Per family: the component, its architecture, and what its listeners read by default
@@ -31,11 +32,15 @@ def init_config(checkpoint: Union[str, Path], pipeline: List[str]) -> Config:
 
     checkpoint: a checkpoint directory (any format `read_checkpoint` reads) or the name
         of a packaged model ("all-MiniLM-L6-v2").
-    pipeline: task components, from "ner", "textcat", "textcat_multilabel".
+    pipeline: task components, from "ner", "textcat", "textcat_multilabel". Beside another
+        task, "textcat" is `partial_textcat`: on a corpus whose examples are annotated for one
+        task each, spaCy's exclusive textcat would read a Doc without cats as "every class is 0".
     """
     unknown = [p for p in pipeline if p not in TASKS]
-    if unknown or not pipeline:
-        raise ValueError(f"init-config makes pipelines of {list(TASKS)}; got {pipeline}")
+    if unknown or not pipeline or len(set(pipeline)) != len(pipeline):
+        problem = f"unknown {unknown}" if unknown else "each task once" if pipeline else "no task"
+        raise ConfigError(f"init-config makes pipelines of {list(TASKS)}, each task once; got {pipeline} "
+                          f"({problem}). span_qa pipelines start from configs/qa.cfg or configs/qa_bidaf.cfg")
     ckpt = read_checkpoint(checkpoint_path(str(checkpoint)))
     name, architecture, build = FAMILIES[ckpt.family]
     config = spacy_init_config(lang="en", pipeline=pipeline, optimize="efficiency")
@@ -52,6 +57,9 @@ def init_config(checkpoint: Union[str, Path], pipeline: List[str]) -> Config:
                                          "exclusive_classes": task == "textcat", "use_reduce_first": False,
                                          "use_reduce_last": False, "use_reduce_max": False, "use_reduce_mean": True,
                                          "tok2vec": listener}
+    if "textcat" in pipeline and len(pipeline) > 1:
+        components["textcat"]["factory"] = "partial_textcat"
+        components["textcat"]["scorer"] = {"@scorers": "spacy-bertfam.textcat_scorer.v1"}
     config["nlp"]["pipeline"] = [name, *pipeline]
     config["initialize"]["components"] = {name: {"encoder_loader": _loader(checkpoint)}}
     # Fine-tuning rates of pretrained encoders, not the from-scratch 1e-3.

@@ -35,6 +35,9 @@ def _training_only(name: str) -> bool:
     return name.endswith("dropout") or name in ("n_words", "softmax")
 
 
+# The component that reads each family's checkpoints.
+_COMPONENTS = {"bert": "bert_encoder", "gpt": "gpt_lm", "elmo": "elmo_features"}
+
 # BERT's pretraining heads and ELMo's LM softmax are not part of a feature encoder.
 _HEADS = (*PRETRAINING_HEADS, "softmax.")
 
@@ -44,8 +47,11 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
     contract = contract_of(model)
     family = contract.family
     if checkpoint.family != family:
+        component = _COMPONENTS[checkpoint.family]
         raise CheckpointError(
-            f"{checkpoint.source} is a {checkpoint.family} checkpoint; this encoder is {family}"
+            f"{checkpoint.source} is a {checkpoint.family} checkpoint; this encoder is {family}. Load it into "
+            f"a {component} component (`python -m spacy_bertfam init-config {checkpoint.source} my.cfg` writes "
+            f"a training config for it), or point this encoder at a {family} checkpoint"
         )
     module = torch_encoder(model)
     ours, theirs = module.config, checkpoint.config

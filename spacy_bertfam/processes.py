@@ -29,12 +29,32 @@ def _libc():
 _LIBC = _libc()
 
 
+_TOKENIZERS_PARALLELISM = "TOKENIZERS_PARALLELISM"
+_set_for_fork = False
+
+
+def _tokenizers_serial_across_fork() -> None:
+    """The `tokenizers` library turns its own thread pool off in a child forked after it ran,
+    printing a warning in every worker; with its setting given (as "false" for the fork, where
+    the user gave none) it does the same silently."""
+    global _set_for_fork
+    _set_for_fork = _TOKENIZERS_PARALLELISM not in os.environ
+    if _set_for_fork:
+        os.environ[_TOKENIZERS_PARALLELISM] = "false"
+
+
+def _restore_tokenizers_setting() -> None:
+    if _set_for_fork:
+        os.environ.pop(_TOKENIZERS_PARALLELISM, None)
+
+
 def _one_torch_thread() -> None:
     torch.set_num_threads(1)
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_one_torch_thread)
+    os.register_at_fork(before=_tokenizers_serial_across_fork, after_in_parent=_restore_tokenizers_setting,
+                        after_in_child=_one_torch_thread)
 
 
 def return_freed_memory() -> None:

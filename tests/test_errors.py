@@ -14,6 +14,12 @@ from .pipeline.pipelines import TINY_ENCODER, build
     ("elmo_features", {"precision": "int8"}, r'precision "int8" \(int8 linear layers\) is for bert_encoder and gpt_lm'),
     ("elmo_features", {"torch_compile": True}, "torch_compile is for the transformer encoders"),
     ("gpt_lm", {"sort_batches": 0}, "sort_batches must be >= 1, got 0"),
+    ("bert_encoder", {"model": {**TINY_ENCODER, "stride": 0}}, "stride 0 must be between 1 and the window's 62"),
+    ("bert_encoder", {"model": {**TINY_ENCODER, "hidden_width": 30}},
+     r"\[spacy-bertfam.BertEncoder.v1\] The width \(30\) must be divisible by the number of attention heads \(4\)"),
+    ("bert_encoder", {"model": {**TINY_ENCODER, "batch_pieces": 0}}, "batch_pieces 0: an encoder call needs room"),
+    ("elmo_features", {"model": {"@architectures": "spacy-bertfam.ElmoBiLM.v1", "activation": "gelu"}},
+     r"\[spacy-bertfam.ElmoBiLM.v1\] activation must be 'relu' or 'tanh'"),
 ])
 def test_an_encoder_setting_that_cannot_work_is_a_config_error(factory, config, message):
     with pytest.raises(ConfigValidationError, match=message):
@@ -71,3 +77,49 @@ def test_a_pretraining_config_without_its_blocks_is_a_config_error(tmp_path):
     config.write_text("[corpus]\n[objective]\n", encoding="utf8")
     with pytest.raises(ConfigValidationError, match=r"pretrain.cfg has no \[training\] block"):
         run(config, tmp_path / "out", {})
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"objective.n_heads": 3}, r"\[objective\] The width \(32\) must be divisible by the number of attention heads \(3\)"),
+    ({"training.batch_size": 0, "training.lr": 0}, r"\[training\] cannot work with batch_size = 0 \(at least 1\), lr = 0"),
+    ({"corpus.split": "sentences"}, r"\[corpus\] split must be one of"),
+    ({"paths.train": "no/such/text"}, "Pretraining text not found: no/such/text"),
+])
+def test_a_pretraining_setting_that_cannot_work_is_a_config_error(tmp_path, override, message):
+    """Each stops `bertfam-pretrain` before any step, as its message alone (they were tracebacks,
+    one of them after the progress bar had started)."""
+    from spacy_bertfam.pretraining.cli import run
+
+    from .conftest import TEST_DATA
+    from .pretraining.helpers import CONFIGS
+
+    sizes = {"objective.hidden_width": 32, "objective.intermediate_width": 64, "objective.n_layers": 1,
+             "paths.train": str(TEST_DATA / "raw_text")}
+    with pytest.raises(ConfigValidationError, match=message):
+        run(CONFIGS / "pretrain_gpt.cfg", tmp_path / "out", {**sizes, **override})
+    assert not (tmp_path / "out" / "last").exists()
+
+
+def test_ask_with_a_string_for_the_questions_says_to_give_a_list(hf_bert_dir):
+    """A string is a sequence: it was asked letter by letter, one answer per character."""
+    from spacy_bertfam import ask
+
+    nlp = build(hf_bert_dir)
+    with pytest.raises(TypeError, match=r"give a Doc and a list of questions, e.g. ask\(nlp, doc, \['Where\?'\]\)"):
+        ask(nlp, nlp("the cat sat"), "Where?")
+
+
+def test_the_demo_of_a_pipeline_that_is_not_there_says_how_to_make_it(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from spacy_bertfam import demo
+    from spacy_bertfam.errors import InputError
+
+    monkeypatch.setattr(demo.spacy.util, "is_package", lambda name: False)  # as on a machine without it
+    with pytest.raises(InputError, match="No pipeline 'en_bertfam'.*spacy project run install"):
+        demo.run("en_bertfam")
+    done = subprocess.run([sys.executable, "-m", "spacy_bertfam", "demo", str(tmp_path / "nothing")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "nothing': neither an installed package nor a folder" in done.stderr

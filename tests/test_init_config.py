@@ -63,6 +63,20 @@ def test_a_packaged_name_uses_the_pretrained_loader():
     assert config["components"]["ner"]["model"]["tok2vec"]["width"] == 4 * 384
 
 
-def test_unknown_task_is_refused():
-    with pytest.raises(ValueError, match="init-config makes pipelines of"):
-        init_config("all-MiniLM-L6-v2", ["parser"])
+@pytest.mark.parametrize("pipeline, problem", [("parser", r"\(unknown \['parser'\]\)"), ("ner,ner", r"\(each task once\)"),
+                                               ("span_qa", r"\(unknown \['span_qa'\]\)\. span_qa pipelines start from configs/qa.cfg")])
+def test_a_pipeline_init_config_cannot_make_is_one_message(pipeline, problem, tmp_path):
+    with pytest.raises(ValueError, match=f"init-config makes pipelines of .*{problem}"):
+        init_config("all-MiniLM-L6-v2", pipeline.split(","))
+    done = subprocess.run([sys.executable, "-m", "spacy_bertfam", "init-config", "all-MiniLM-L6-v2",
+                           str(tmp_path / "x.cfg"), "--pipeline", pipeline], capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "init-config makes pipelines" in done.stderr
+
+
+def test_textcat_beside_another_task_reads_a_doc_without_cats_as_missing():
+    """On a corpus whose examples are annotated for one task each, spaCy's textcat would learn
+    "every class is 0" from the NER examples."""
+    config = init_config("all-MiniLM-L6-v2", ["ner", "textcat"])
+    assert config["components"]["textcat"]["factory"] == "partial_textcat"
+    assert config["components"]["textcat"]["scorer"] == {"@scorers": "spacy-bertfam.textcat_scorer.v1"}
+    assert init_config("all-MiniLM-L6-v2", ["textcat"])["components"]["textcat"]["factory"] == "textcat"

@@ -13,6 +13,8 @@ from typing import Iterator, List, NamedTuple, Tuple, Union
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
+from ..errors import InputError
+
 
 def _sentences(path: Path) -> Iterator[List[Tuple[str, str, int]]]:
     sentence: List[Tuple[str, str, int]] = []
@@ -28,7 +30,7 @@ def _sentences(path: Path) -> Iterator[List[Tuple[str, str, int]]]:
                 continue
             parts = stripped.split()
             if len(parts) < 2:
-                raise ValueError(f"{path}:{number}: expected 'token tag', found {line.rstrip()!r}")
+                raise InputError(f"{path}:{number}: expected 'token tag', found {line.rstrip()!r}")
             sentence.append((parts[0], parts[-1], number))
     if sentence:
         yield sentence
@@ -46,7 +48,7 @@ def _bio(tags: List[str], path: Path, numbers: List[int]) -> Tuple[List[str], in
     previous = "O"
     for tag, number in zip(tags, numbers):
         if tag != "O" and not tag.startswith(("B-", "I-")):
-            raise ValueError(f"{path}:{number}: tag {tag!r} is not O, B-TYPE or I-TYPE")
+            raise InputError(f"{path}:{number}: tag {tag!r} is not O, B-TYPE or I-TYPE")
         if tag.startswith("I-") and previous[2:] != tag[2:]:
             tag = "B-" + tag[2:]
             opened += 1
@@ -58,6 +60,8 @@ def _bio(tags: List[str], path: Path, numbers: List[int]) -> Tuple[List[str], in
 def read_conll(path: Union[str, Path], vocab: Vocab) -> ConllNer:
     """One Doc per sentence, entities set from the tags, and the count of I- openings."""
     path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
     docs, opened_by_i = [], 0
     for sentence in _sentences(path):
         words = [w for w, _, _ in sentence]

@@ -16,6 +16,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Corpus, Example
 from spacy.util import registry
 
+from ..errors import InputError
 from ..tokenization.words import FIRST_SEGMENT, first_segment_end
 
 ANSWER_KEY = "answer"
@@ -69,10 +70,16 @@ def read_squad(
     """One QA Doc per question of a SQuAD v1.1/v2.0 JSON file.
 
     articles: (start, end) slice of the file's articles (split train/dev by article).
-    An answer whose text is not at its `answer_start` in the context raises a ValueError
+    An answer whose text is not at its `answer_start` in the context raises an InputError
     naming it; one whose characters cut a token is widened to whole tokens and counted.
     """
-    data = json.loads(Path(path).read_text(encoding="utf8"))["data"]
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf8"))["data"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: not SQuAD JSON (a 'data' list of articles): {e}") from None
     if articles is not None:
         data = data[articles[0] : articles[1]]
     report = SquadReport()
@@ -84,7 +91,7 @@ def read_squad(
                 try:
                     doc = make_qa_doc(nlp, qa["question"], context)
                 except ValueError as e:
-                    raise ValueError(f"Question {qa.get('id', '?')} of article {article.get('title', '?')!r}: {e}") from None
+                    raise InputError(f"Question {qa.get('id', '?')} of article {article.get('title', '?')!r}: {e}") from None
                 offset = len(doc.text) - len(context)  # where the context starts in the Doc
                 spans = [_answer_span(doc, offset, a, qa.get("id", ""), report) for a in qa.get("answers", [])]
                 if not spans:
@@ -103,10 +110,10 @@ def _answer_span(doc: Doc, offset: int, answer: dict, qid: str, report: SquadRep
     text, start = answer["text"], answer["answer_start"]
     context = doc.text[offset:]
     if context[start : start + len(text)] != text:
-        raise ValueError(f"Question {qid}: the answer {text!r} is not at character {start} of its context")
+        raise InputError(f"Question {qid}: the answer {text!r} is not at character {start} of its context")
     span = doc.char_span(offset + start, offset + start + len(text.rstrip()), alignment_mode="expand")
     if span is None:
-        raise ValueError(f"Question {qid}: the answer {text!r} covers no token")
+        raise InputError(f"Question {qid}: the answer {text!r} covers no token")
     if span.text != text.strip():
         report.widened += 1
     return span

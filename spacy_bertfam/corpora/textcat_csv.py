@@ -7,28 +7,40 @@ from typing import List, Optional, Sequence, Tuple, Union
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from ..errors import InputError
+
 
 def read_textcat_csv(
     path: Union[str, Path], nlp: Language, *, labels: Optional[Sequence[str]] = None
 ) -> List[Doc]:
-    """One Doc per row with `doc.cats` one-hot over `labels` (default: those in the file)."""
+    """One Doc per row with `doc.cats` one-hot over `labels` (default: those in the file). A row
+    with more or fewer fields than the header (a text with an unquoted comma) or an empty text is
+    an error: reading it as the header's fields would drop the rest of the row."""
     path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
     with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
         reader = csv.DictReader(f)
         rows = [(reader.line_num, row) for row in reader]  # a quoted field may span lines
     if not rows:
-        raise ValueError(f"{path}: no rows of text and category")
+        raise InputError(f"{path}: no rows of text and category")
     if not {"text", "category"} <= set(rows[0][1]):
-        raise ValueError(f"{path}: expected the columns 'text' and 'category', found {list(rows[0][1])}")
+        raise InputError(f"{path}: expected the columns 'text' and 'category', found {list(rows[0][1])}")
     for line, row in rows:
+        if None in row or None in row.values():  # DictReader's key for extra fields, its value for missing ones
+            more = "more" if None in row else "fewer"
+            raise InputError(f"{path}:{line}: {more} fields than the header's; a text holding a comma must be "
+                             'quoted, e.g. "I lost my card, please help",lost_card')
         if not (row["category"] or "").strip():
-            raise ValueError(f"{path}:{line}: the row has no category")
+            raise InputError(f"{path}:{line}: the row has no category")
+        if not row["text"].strip():
+            raise InputError(f"{path}:{line}: the row's text is empty")
     labels = sorted({r["category"] for _, r in rows}) if labels is None else list(labels)
     known = set(labels)
     docs = []
     for line, row in rows:
         if row["category"] not in known:
-            raise ValueError(f"{path}:{line}: unknown category {row['category']!r}")
+            raise InputError(f"{path}:{line}: unknown category {row['category']!r}")
         doc = nlp.make_doc(row["text"])
         doc.cats = {label: float(label == row["category"]) for label in labels}
         docs.append(doc)
@@ -36,14 +48,17 @@ def read_textcat_csv(
 
 
 def split_heldout(docs: List[Doc], fraction: float, seed: int) -> Tuple[List[Doc], List[Doc]]:
-    """(train, held-out): a seeded random `fraction` of the docs is held out."""
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"The held-out fraction must be between 0 and 1, got {fraction}")
+    """(train, held-out): a seeded random `fraction` of the docs is held out; 0 holds out none
+    (a file converted whole, e.g. a separate test set)."""
+    if not 0.0 <= fraction < 1.0:
+        raise InputError(f"The held-out fraction must be at least 0 and below 1, got {fraction}")
+    if fraction == 0.0:
+        return list(docs), []
     order = list(range(len(docs)))
     random.Random(seed).shuffle(order)
     n_heldout = round(len(docs) * fraction)
     if not 0 < n_heldout < len(docs):
-        raise ValueError(f"Holding out {fraction} of {len(docs)} docs leaves one side empty: "
+        raise InputError(f"Holding out {fraction} of {len(docs)} docs leaves one side empty: "
                          f"choose a fraction that keeps docs on both sides")
     heldout = set(order[:n_heldout])
     return [d for i, d in enumerate(docs) if i not in heldout], [docs[i] for i in sorted(heldout)]

@@ -306,7 +306,8 @@ class EncoderShim(PyTorchShim):
         the component is initialised too, so `spacy train` stops before its first step)."""
         if precision == "fp16" and self.device.type != "cuda":
             raise ConfigError('precision "fp16" needs a GPU (torch autocast to float16 on CUDA); '
-                              'use "bf16" on a CPU, or train with --gpu-id 0')
+                              'use "bf16" on a CPU, or run on a GPU (spacy train --gpu-id 0; in Python, '
+                              'spacy.require_gpu() before loading the pipeline)')
         if precision == "int8" and self.device.type != "cpu":
             raise ConfigError('precision "int8" (int8 linear layers) runs on a CPU only; '
                               'use "bf16" or "fp16" on a GPU')

@@ -92,9 +92,14 @@ def build_piece_encoder(
             f"window {layout.window} exceeds the {n_positions} positions of this model; "
             f"set window <= {n_positions}"
         )
-    # Checked now rather than at the first batch, so a bad config fails early.
-    plan_windows([], window=layout.window, stride=layout.stride, prefix=[0] * len(layout.prefix),
-                 suffix=[0] * len(layout.suffix), padding_id=layout.padding_id, combine=layout.combine)
+    if batch_pieces < 1:
+        raise ConfigError(f"batch_pieces {batch_pieces}: an encoder call needs room for at least one window; "
+                          f"set batch_pieces to a few thousand (the default is 4096)")
+    try:  # checked now rather than at the first batch, so a bad config fails early
+        plan_windows([], window=layout.window, stride=layout.stride, prefix=[0] * len(layout.prefix),
+                     suffix=[0] * len(layout.suffix), padding_id=layout.padding_id, combine=layout.combine)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     contract = EncoderContract(family=family, n_layers=n_layers, width=width, default_pooling=default_pooling,
                                pairs=layout.separator is not None, tokenizer=PieceTokenizer(), batch_pieces=batch_pieces)
     return Model(

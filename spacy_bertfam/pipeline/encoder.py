@@ -74,6 +74,15 @@ def _ensure_extension() -> None:
         Doc.set_extension(DOC_EXTENSION, default=None)
 
 
+def _two_encoders_error(component_name: str, encoders: List[str]) -> ConfigError:
+    return ConfigError(
+        f"The listener of '{component_name}' has upstream '*' and follows {len(encoders)} encoders, "
+        f"{' and '.join(repr(e) for e in encoders)}: set its upstream to the one it should read, e.g. "
+        f"[components.{component_name}.model.tok2vec] upstream = \"{encoders[0]}\" (the block that holds "
+        "the listener)"
+    )
+
+
 class EncoderComponent(TrainablePipe):
     """Runs a piece encoder over Docs, feeds its listeners and stores its outputs.
 
@@ -178,7 +187,12 @@ class EncoderComponent(TrainablePipe):
 
     def add_listener(self, listener: EncoderListener, component_name: str) -> None:
         """Link `listener` (in `component_name`): its layers, pooling and width are resolved against
-        the contract."""
+        the contract. A listener with upstream "*" after two encoders is refused here, before its
+        width or layers are checked against either."""
+        if listener.upstream_name == "*":
+            encoders = self._encoders_before(component_name)
+            if len(encoders) > 1:
+                raise _two_encoders_error(component_name, encoders)
         listener.link(self.name, self.contract, where=f"the listener of '{component_name}' on '{self.name}'")
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
@@ -217,19 +231,23 @@ class EncoderComponent(TrainablePipe):
             listener.drop_outputs_after_reading(self.cfg["drop_outputs"])
 
     def _check_listeners_are_mine(self) -> None:
-        """A ConfigError if a listener this encoder feeds was linked to another encoder since:
-        a listener with upstream "*" after two encoders is linked by both (spaCy links every
-        matching one) but reads one, so the other would train and store outputs for nothing."""
+        """A ConfigError if a listener this encoder feeds was linked to another encoder since
+        (where `add_listener` could not see the pipeline: a listener with upstream "*" after two
+        encoders is linked by both but reads one, so the other would train and store outputs for
+        nothing)."""
         for component_name, listeners in self.listener_map.items():
             for listener in listeners:
                 if listener.linked_encoder not in (None, self.name):
-                    raise ConfigError(
-                        f"The listener of '{component_name}' has upstream '{listener.upstream_name}' "
-                        f"and is linked to two encoders, '{self.name}' and '{listener.linked_encoder}': "
-                        f"set its upstream to the one it should read, e.g. "
-                        f"[components.{component_name}.model.tok2vec] upstream = \"{self.name}\" "
-                        "(the block that holds the listener)"
-                    )
+                    raise _two_encoders_error(component_name, [self.name, listener.linked_encoder])
+
+    def _encoders_before(self, component_name: str) -> List[str]:
+        """The encoder components that precede `component_name` in the pipeline (spaCy links a
+        listener to each of them), or this one alone where the pipeline is unknown."""
+        nlp = self._nlp()
+        if nlp is None or component_name not in nlp.pipe_names:
+            return [self.name]
+        names = nlp.pipe_names
+        return [n for n in names[: names.index(component_name)] if isinstance(nlp.get_pipe(n), EncoderComponent)]
 
     def _layers_read_here(self) -> set:
         """The layers this component reads itself when annotating (doc.tensor's)."""

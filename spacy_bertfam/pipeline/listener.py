@@ -111,6 +111,12 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
         if upstream not in store and model._initializing:
             out.append(_placeholder(model, doc))
             continue
+        if upstream not in store and model.attrs["drop_upstream_outputs"]:
+            raise ConfigError(
+                f"Doc has no outputs of the encoder '{upstream}': with drop_outputs = true they are deleted "
+                "once every listener has read them, so a component run on the Doc again finds none. Run the "
+                f"encoder on the Doc again first, or set drop_outputs = false on '{upstream}' to keep them"
+            )
         if upstream not in store:
             raise ConfigError(
                 f"Doc has no outputs of the encoder '{upstream}': the encoder component must run on a Doc "

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..convert import Checkpoint, load_state
+from ..errors import ConfigError
 from ..models.bert import PRETRAINING_HEADS, BertConfig, BertForPretraining
 from ..tokenization import PieceTokenizer, load_tokenizer, train_wordpiece
 from .documents import DocKey, first_texts, paragraphs
@@ -80,7 +81,7 @@ class InstanceMaker(ExampleMaker):
                    ) -> List[Instance]:
         others = [other for index, other in pool if index != key[1]]
         if not others:
-            raise ValueError(
+            raise ConfigError(
                 "Next-sentence prediction draws its NotNext segments from other documents, but the "
                 "training corpus has one document only: give it more (e.g. the text corpus's "
                 "split = \"passages\" instead of \"chapters\")"
@@ -95,7 +96,7 @@ class InstanceMaker(ExampleMaker):
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore what `state_dict` returned."""
         if any(not isinstance(entry, tuple) for entry in state["pool"]):
-            raise ValueError("This pretraining state was saved by an earlier version of spacy-bertfam, "
+            raise ConfigError("This pretraining state was saved by an earlier version of spacy-bertfam, "
                              "whose NSP pool did not record documents: start the pretraining again")
         super().load_state_dict(state)
         self.pool = deque(state["pool"], maxlen=self.pool.maxlen)
@@ -151,11 +152,11 @@ class BertPretraining(Objective):
     def from_checkpoint(self, checkpoint: Checkpoint) -> BertForPretraining:
         """BertForPretraining with the checkpoint's sizes, vocabulary and weights; missing MLM/NSP heads start fresh."""
         if checkpoint.tokenizer is None:
-            raise ValueError(f"{checkpoint.source} has no tokenizer")
+            raise ConfigError(f"{checkpoint.source} has no tokenizer")
         self._use(checkpoint.tokenizer)
         config = replace(checkpoint.config, hidden_dropout=self.dropout, attention_dropout=self.dropout)
         if config.n_positions < self.max_length:
-            raise ValueError(f"max_length {self.max_length} exceeds the model's {config.n_positions} positions")
+            raise ConfigError(f"max_length {self.max_length} exceeds the model's {config.n_positions} positions")
         model = BertForPretraining(config)
         load_state(model, checkpoint.state, source=checkpoint.source, optional=PRETRAINING_HEADS)
         return model

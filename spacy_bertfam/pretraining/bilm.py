@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from ..convert import Checkpoint, load_state
+from ..errors import ConfigError
 from ..models.elmo import ElmoBiLM, ElmoConfig
 from ..tokenization.characters import BOS_TOKEN, EOS_TOKEN, batch_char_ids
 from .documents import DocKey, first_texts, paragraphs
@@ -106,7 +107,7 @@ class ElmoPretraining(Objective):
         """ElmoBiLM with the checkpoint's sizes and weights and its words.txt vocabulary; dropout from `config`."""
         words = Path(checkpoint.source) / WORDS_FILE
         if not words.is_file():
-            raise ValueError(f"{checkpoint.source} has no {WORDS_FILE}: only ELMo checkpoints written by "
+            raise ConfigError(f"{checkpoint.source} has no {WORDS_FILE}: only ELMo checkpoints written by "
                              "bertfam-pretrain carry the softmax vocabulary that pretraining continues with")
         self.vocab = {w: i for i, w in enumerate(words.read_text(encoding="utf8").split("\n"))}
         model = ElmoBiLM(replace(checkpoint.config, dropout=self.config.dropout))

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..convert import Checkpoint, load_state
+from ..errors import ConfigError
 from ..models.gpt import GptConfig, GptDecoder
 from ..tokenization import PieceTokenizer, byte_bpe_from_files, train_byte_bpe
 from ..tokenization.bpe import END_OF_TEXT
@@ -101,9 +102,9 @@ class GptPretraining(Objective):
     def from_checkpoint(self, checkpoint: Checkpoint) -> GptDecoder:
         """GptDecoder with the checkpoint's sizes, vocabulary and weights, and this objective's dropout."""
         if checkpoint.tokenizer is None:
-            raise ValueError(f"{checkpoint.source} has no tokenizer")
+            raise ConfigError(f"{checkpoint.source} has no tokenizer")
         if checkpoint.config.n_positions < self.block_size:
-            raise ValueError(f"block_size {self.block_size} exceeds the model's {checkpoint.config.n_positions} positions")
+            raise ConfigError(f"block_size {self.block_size} exceeds the model's {checkpoint.config.n_positions} positions")
         self.tokenizer = checkpoint.tokenizer
         model = GptDecoder(self._with_dropout(checkpoint.config))
         load_state(model, checkpoint.state, source=checkpoint.source)

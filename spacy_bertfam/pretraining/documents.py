@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterator, List, Sequence, Tuple, Union
 
+from ..errors import ConfigError
+
 # Chapter headings of the public-domain books in assets/ and ../shared/data/raw_text:
 # "CHAPTER 1", "CHAPTER XIV", "CHAPTER 2. The Carpet-Bag.", "Genesis 1", "1 Samuel 3",
 # "Song of Solomon 2", and WikiText article titles " = Homarus gammarus = ".
@@ -38,14 +40,15 @@ def corpus_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Pa
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.suffix in (".txt", ".jsonl") and p.is_file())
             if not found:
-                raise ValueError(f"No .txt or .jsonl files under {path}")
+                raise ConfigError(f"No .txt or .jsonl files under {path}")
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            raise ValueError(f"Pretraining text not found: {path}")
+            raise ConfigError(f"Pretraining text not found: {path} (relative to {Path.cwd()}); point "
+                              "--paths.train (or the [corpus] block) at .txt/.jsonl files or a folder of them")
     if not files:
-        raise ValueError("No pretraining text given")
+        raise ConfigError("No pretraining text given: set --paths.train (or the [corpus] block)")
     return files
 
 
@@ -72,11 +75,11 @@ class DocumentReader:
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, not {self.split!r}")
+            raise ConfigError(f"[corpus] split must be one of {SPLITS}, not {self.split!r}")
         if self.part not in PARTS:
-            raise ValueError(f"part must be one of {PARTS}, not {self.part!r}")
+            raise ConfigError(f"part must be one of {PARTS}, not {self.part!r}")
         if self.part == "heldout" and self.heldout_every <= 0:
-            raise ValueError("part 'heldout' needs heldout_every > 0")
+            raise ConfigError("[corpus] heldout_every must be > 0 to hold documents out")
         self._heading = re.compile(self.heading)
 
     def state_dict(self) -> Dict[str, int]:
@@ -105,7 +108,7 @@ class DocumentReader:
             if not repeat:
                 return
             if not yielded and whole_epoch:
-                raise ValueError(f"The corpus {[str(f) for f in self.files]} has no {self.part} documents")
+                raise ConfigError(f"The corpus {[str(f) for f in self.files]} has no {self.part} documents")
             self.state = {"epoch": self.state["epoch"] + 1, "file": 0, "offset": 0, "index": 0}
 
     def _wanted(self, index: int) -> bool:
@@ -156,9 +159,9 @@ def _record_text(line: str, path: Path) -> str:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: a line is not valid JSON ({e})") from None
+        raise ConfigError(f"{path}: a line is not valid JSON ({e})") from None
     if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-        raise ValueError(f"{path}: every JSONL record needs a string field 'text'")
+        raise ConfigError(f"{path}: every JSONL record needs a string field 'text'")
     return record["text"]
 
 

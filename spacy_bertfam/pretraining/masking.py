@@ -11,6 +11,8 @@ from typing import List, Tuple
 
 import numpy as np
 
+from ..errors import ConfigError
+
 
 @dataclass
 class MaskingScheme:
@@ -28,9 +30,9 @@ class MaskingScheme:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.rate < 1.0:
-            raise ValueError(f"mask rate must be in (0, 1), not {self.rate}")
+            raise ConfigError(f"mask rate must be in (0, 1), not {self.rate}")
         if self.mask_share + self.random_share > 1.0:
-            raise ValueError("mask_share + random_share must not exceed 1")
+            raise ConfigError("mask_share + random_share must not exceed 1")
         self.replacements = np.setdiff1d(np.arange(self.n_pieces), np.asarray(self.special_ids))
 
     def __call__(self, ids: np.ndarray, word_start: np.ndarray, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ..convert import Checkpoint, CheckpointError, read_checkpoint, save_checkpoint
+from ..errors import ConfigError
 from ..tokenization import PieceTokenizer
 from .documents import DocKey
 from .stream import ExampleMaker, Numbered
@@ -100,7 +101,7 @@ class Objective:
         held-out documents (scored with `loss` and `report`)."""
         examples = list(islice(self.maker().examples(documents), self.heldout_examples))
         if not examples:
-            raise ValueError(f"The held-out documents give no {self.family} examples: hold out more "
+            raise ConfigError(f"The held-out documents give no {self.family} examples: hold out more "
                              "documents ([corpus] heldout_every)")
         numbered = [(HELDOUT_NUMBERS + i, e) for i, e in enumerate(examples)]
         return [self.collate(numbered[i : i + batch_size]) for i in range(0, len(numbered), batch_size)]

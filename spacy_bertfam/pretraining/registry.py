@@ -5,13 +5,16 @@ and its objective; [training] is a plain block of `TrainingSettings`.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Union
 
+import torch
 from spacy.util import registry
+from torch import nn
 
-from ..models.bert import BertConfig
-from ..models.elmo import ElmoConfig
-from ..models.gpt import GptConfig
+from ..errors import ConfigError, as_config_error
+from ..models.bert import BertConfig, BertEncoder
+from ..models.elmo import ElmoBiLM, ElmoConfig
+from ..models.gpt import GptConfig, GptDecoder
 from ..pretrained import checkpoint_path
 from .bert import BertPretraining
 from .bilm import ElmoPretraining
@@ -62,6 +65,14 @@ def text_corpus(path: Union[str, List[str]], split: str = "chapters", heading: O
     return TextCorpus(reader.files, reader.split, reader.heading, heldout_every, extra)
 
 
+def _check_sizes(model: Callable[..., nn.Module], config) -> None:
+    """Build the model on torch's meta device (no memory, no arithmetic), so that sizes its
+    modules refuse (e.g. a width that the heads do not divide) stop the command now, as a config
+    error, rather than after the vocabulary is trained. With `init`, the checkpoint's sizes count."""
+    with as_config_error("objective"), torch.device("meta"):
+        model(config)
+
+
 @registry.misc("spacy-bertfam.BertPretraining.v1")
 def bert_pretraining(
     init: Optional[str] = None,
@@ -102,10 +113,13 @@ def bert_pretraining(
     vocab_documents: documents read to train the vocabulary.
     heldout_instances: held-out instances evaluated at every evaluation.
     """
-    config = BertConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
-                        intermediate_width=intermediate_width, n_positions=n_positions)
+    with as_config_error("objective"):
+        config = BertConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
+                            intermediate_width=intermediate_width, n_positions=n_positions)
+    if init is None:
+        _check_sizes(BertEncoder, config)
     if max_length > n_positions:
-        raise ValueError(f"max_length {max_length} exceeds n_positions {n_positions}")
+        raise ConfigError(f"[objective] max_length {max_length} exceeds n_positions {n_positions}")
     return BertPretraining(init=checkpoint_path(init) if init else None, vocab=Path(vocab) if vocab else None,
                            config=config, dropout=dropout, max_length=max_length,
                            short_seq_prob=short_seq_prob, mask_rate=mask_rate, whole_word=whole_word,
@@ -134,10 +148,13 @@ def gpt_pretraining(
         byte-level BPE of n_pieces on the corpus (ignored with init).
     block_size: pieces of context per training sequence.
     """
-    config = GptConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
-                       intermediate_width=intermediate_width, n_positions=n_positions)
+    with as_config_error("objective"):
+        config = GptConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
+                           intermediate_width=intermediate_width, n_positions=n_positions)
+    if init is None:
+        _check_sizes(GptDecoder, config)
     if block_size > n_positions:
-        raise ValueError(f"block_size {block_size} exceeds n_positions {n_positions}")
+        raise ConfigError(f"[objective] block_size {block_size} exceeds n_positions {n_positions}")
     return GptPretraining(init=checkpoint_path(init) if init else None, config=config, dropout=dropout, block_size=block_size,
                           gpt2_vocab=Path(gpt2_vocab) if gpt2_vocab else None, vocab_documents=vocab_documents,
                           heldout_examples=heldout_blocks)
@@ -166,8 +183,11 @@ def elmo_pretraining(
     softmax: "adaptive" (cheap for large vocabularies) or "full".
     sequence_length: words per training sequence (between <S> and </S>).
     """
-    config = ElmoConfig(char_width=char_width, filters=[tuple(f) for f in filters], n_highway=n_highway,
-                        cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
-                        n_words=n_words, softmax=softmax, dropout=dropout)
+    with as_config_error("objective"):
+        config = ElmoConfig(char_width=char_width, filters=[tuple(f) for f in filters], n_highway=n_highway,
+                            cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
+                            n_words=n_words, softmax=softmax, dropout=dropout)
+    if init is None:
+        _check_sizes(ElmoBiLM, config)
     return ElmoPretraining(init=checkpoint_path(init) if init else None, config=config, sequence_length=sequence_length,
                            vocab_documents=vocab_documents, heldout_examples=heldout_sequences)

@@ -3,6 +3,8 @@ from typing import Any, Dict, Generic, Iterable, Iterator, List, TypeVar
 
 import numpy as np
 
+from ..errors import ConfigError
+
 T = TypeVar("T")
 
 
@@ -16,7 +18,7 @@ class ShuffleBuffer(Generic[T]):
 
     def __init__(self, size: int, seed: int):
         if size < 1:
-            raise ValueError(f"The shuffle buffer needs a size of at least 1, not {size}")
+            raise ConfigError(f"The shuffle buffer needs a size of at least 1, not {size}: set training.shuffle_buffer")
         self.size = size
         self.items: List[T] = []
         self.rng = np.random.default_rng(seed)

@@ -27,6 +27,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm import tqdm
 
+from ..errors import ConfigError
 from .documents import DocumentReader
 from .objective import Batch, Objective
 from .stream import ExampleStream
@@ -40,7 +41,7 @@ STATE_FILE = "training_state.pt"
 class TrainingSettings:
     """The [training] block of a pretraining config.
 
-    max_steps: optimiser steps; the schedule's length.
+    max_steps: optimiser steps; the schedule's length (0: the initial checkpoint alone).
     max_minutes: stop earlier (saving) after this much training time (null: no limit).
     batch_size: sequences per optimiser step (the global batch, over all processes).
     batch_pieces: if set, batches are filled up to this many pieces instead.
@@ -70,6 +71,16 @@ class TrainingSettings:
     eval_every: int = 500
     checkpoint_every: int = 500
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        at_least = {"max_steps": 0, "batch_size": 1, "accumulate": 1, "shuffle_buffer": 1, "log_every": 1,
+                    "eval_every": 1, "checkpoint_every": 1, "warmup_steps": 0}
+        wrong = [f"{name} = {getattr(self, name)} (at least {low})" for name, low in at_least.items()
+                 if getattr(self, name) < low]
+        wrong += [f"{name} = {getattr(self, name)} (above 0)" for name in ("lr", "clip", "max_minutes", "batch_pieces")
+                  if getattr(self, name) is not None and getattr(self, name) <= 0]
+        if wrong:
+            raise ConfigError(f"[training] cannot work with {', '.join(wrong)}")
 
 
 class Processes:
@@ -187,10 +198,11 @@ def pretrain(
         _recover(last)
     procs.barrier()
     if not resume and last.exists():
-        raise FileExistsError(f"{output} holds a run already: resume it (--resume), start it over "
+        raise ConfigError(f"{output} holds a run already: resume it (--resume), start it over "
                               "(--overwrite) or choose another output")
     if resume and not (last / STATE_FILE).is_file():
-        raise FileNotFoundError(f"Nothing to resume: {last / STATE_FILE} does not exist")
+        raise ConfigError(f"Nothing to resume: {last / STATE_FILE} does not exist; leave out --resume to start "
+                          "a new run")
     if not resume and procs.main:
         torch.manual_seed(settings.seed)
         model = objective.initial_model(train.documents(repeat=False))
@@ -276,7 +288,7 @@ def load_training_state(path: Path, objective: Objective) -> Dict[str, Any]:
         with torch.serialization.safe_globals([*numpy_types, *objective.state_types]):
             return torch.load(path, weights_only=True)
     except pickle.UnpicklingError as e:
-        raise ValueError(f"{path} holds something other than a training state; refusing to unpickle it: {e}") from None
+        raise ConfigError(f"{path} holds something other than a training state; refusing to unpickle it: {e}") from None
 
 
 def _np_reconstruct():
@@ -309,7 +321,7 @@ def train_step(objective: Objective, model: nn.Module, optimizer: torch.optim.Op
     """
     if len(numbered) < procs.world:
         # Every process sees the same global batch, so all of them stop here together.
-        raise ValueError(
+        raise ConfigError(
             f"A global batch of {len(numbered)} examples cannot give each of {procs.world} processes "
             f"a share: raise training.batch_size to at least {procs.world}, or start fewer processes"
         )

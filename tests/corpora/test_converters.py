@@ -85,7 +85,36 @@ def test_convert_textcat_writes_named_train_and_dev_files(tmp_path):
     sizes = [len(list(DocBin().from_disk(p).get_docs(vocab))) for p in (train, dev)]
     assert sizes == [15, 5]
     missing = subprocess.run(cmd[:5], capture_output=True, text=True)
-    assert missing.returncode == 2 and "needs OUTPUT_DIR, or both --train-output and --dev-output" in missing.stderr
+    assert missing.returncode == 2 and "needs OUTPUT_DIR, or --train-output and --dev-output" in missing.stderr
+    whole = tmp_path / "test.spacy"  # --heldout 0: a file converted whole, e.g. a separate test set
+    done = subprocess.run(cmd[:5] + ["--heldout", "0", "--train-output", str(whole)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(list(DocBin().from_disk(whole).get_docs(vocab))) == 20
+
+
+@pytest.mark.parametrize("row, message", [
+    ("I lost my card, please help,lost_card", r"rows.csv:3: more fields than the header's; a text holding a comma must be quoted"),
+    ("just a text", r"rows.csv:3: fewer fields than the header's"),
+    ("  ,lost_card", r"rows.csv:3: the row's text is empty"),
+])
+def test_a_textcat_row_that_would_lose_part_of_itself_is_refused(tmp_path, row, message):
+    """An unquoted comma gave the text up to it and a new label ' please help': the category was
+    dropped without a word. The command shows the error as its message, without a traceback."""
+    csv = tmp_path / "rows.csv"
+    csv.write_text(f"text,category\nmy card is lost,lost_card\n{row}\n", encoding="utf8")
+    with pytest.raises(ValueError, match=message):
+        read_textcat_csv(csv, spacy.blank("en"))
+    done = subprocess.run([sys.executable, "-m", "spacy_bertfam", "convert-textcat", str(csv), str(tmp_path / "out")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and re.search(message, done.stderr) and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["convert-ner", "convert-squad"])
+def test_a_missing_input_file_is_one_message(tmp_path, command):
+    done = subprocess.run([sys.executable, "-m", "spacy_bertfam", command, str(tmp_path / "nope.txt"),
+                           str(tmp_path / "out.spacy")], capture_output=True, text=True)
+    assert done.returncode == 1 and "nope.txt: no such file" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_textcat_csv_from_a_spreadsheet_and_its_errors(tmp_path):

@@ -166,6 +166,8 @@ def test_drop_outputs_after_last_listener(hf_bert_dir):
     doc = nlp("the cat sat")
     assert "bert_encoder" not in doc._.bertfam
     assert doc.tensor.shape == (3, 32)  # doc.tensor is kept
+    with pytest.raises(ValueError, match="with drop_outputs = true they are deleted .* Run the encoder on the Doc again"):
+        nlp.get_pipe("ner")(doc)  # a second call finds them gone and says why
 
 
 def test_drop_outputs_waits_for_every_listener_whatever_the_order(hf_bert_dir):
@@ -212,11 +214,15 @@ def test_listener_needs_encoder_outputs(hf_bert_dir):
             nlp("the cat")
 
 
-def test_a_wildcard_listener_after_two_encoders_is_refused(hf_bert_dir):
-    nlp = build(hf_bert_dir)  # ner's listener has upstream "*"
-    nlp.add_pipe("bert_encoder", name="second", config={"model": TINY_ENCODER}, before="ner")
-    with pytest.raises(ValueError, match="'ner' has upstream '\\*' and is linked to two encoders, 'bert_encoder' and 'second'"):
-        nlp("the cat")
+@pytest.mark.parametrize("second_width", [32, 48])
+def test_a_wildcard_listener_after_two_encoders_is_refused(hf_bert_dir, second_width):
+    """Refused when spaCy links it, with the advice to name the upstream, whichever encoder its
+    width fits (a width check against one encoder would send the user after the wrong width)."""
+    nlp = build(hf_bert_dir)  # ner's listener has upstream "*" and width 32
+    second = {**TINY_ENCODER, "hidden_width": second_width}
+    with pytest.raises(ValueError, match="'ner' has upstream '\\*' and follows 2 encoders, 'bert_encoder' and "
+                                         "'second': set its upstream .* upstream = \"bert_encoder\""):
+        nlp.add_pipe("bert_encoder", name="second", config={"model": second}, before="ner")
     nlp.remove_pipe("second")  # relinked to the one encoder left
     assert nlp.get_pipe("bert_encoder").listening_components == ["ner"]
     assert len(nlp("the cat")) == 2

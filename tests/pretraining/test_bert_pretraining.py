@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from spacy_bertfam.errors import ConfigError
+
 from .helpers import CONFIGS, MIXED_VOCAB, TINY_BERT, pretrain, write_mixed_corpus
 
 
@@ -65,7 +67,7 @@ def test_a_resumed_run_continues_with_the_same_losses(small_corpus, start, tmp_p
     a = load_file(str(tmp_path / "whole" / "final" / "model.safetensors"))
     b = load_file(str(tmp_path / "resumed" / "final" / "model.safetensors"))
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a) == 0.0
-    with pytest.raises(FileExistsError, match="--resume"):
+    with pytest.raises(ConfigError, match="--resume"):
         pretrain("bert", small_corpus, tmp_path / "whole", settings)
 
 
