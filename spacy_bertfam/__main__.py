@@ -83,6 +83,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             if args.output_dir is None and not (args.train_output and (args.dev_output or args.heldout == 0)):
                 parser.error("convert-textcat needs OUTPUT_DIR, or --train-output and --dev-output "
                              "(--train-output alone with --heldout 0)")
+            if args.heldout == 0 and args.dev_output:
+                parser.error("convert-textcat: --heldout 0 holds nothing out, so there is no --dev-output to "
+                             "write; leave it out, or give a fraction to hold out")
             out = Path(args.output_dir or ".")
             _convert_textcat(args.input, Path(args.train_output or out / "train.spacy"),
                              Path(args.dev_output or out / "dev.spacy"), args.heldout, args.seed)

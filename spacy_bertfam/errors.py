@@ -1,6 +1,7 @@
 """Errors in what the user configured or gave: the command lines show them as their message alone."""
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
 
 from confection import ConfigValidationError
 
@@ -31,13 +32,23 @@ class InputError(ValueError):
     shows it as its message alone."""
 
 
+def input_file(path: Union[str, Path]) -> Path:
+    """`path` as a Path; an InputError where no such file exists."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    return path
+
+
 @contextmanager
 def as_config_error(where: str) -> Iterator[None]:
-    """A ValueError raised inside becomes a ConfigError naming `where` (an architecture or config
-    block): the torch modules refuse sizes that cannot work, knowing nothing of configs."""
+    """Errors of building a model from its sizes become ConfigErrors naming `where` (an
+    architecture or config block): the torch modules refuse sizes that cannot work knowing
+    nothing of configs (a ValueError), and torch itself refuses a zero or negative size with a
+    ZeroDivisionError or RuntimeError."""
     try:
         yield
     except ConfigError:
         raise
-    except ValueError as e:
-        raise ConfigError(f"[{where}] {e}") from None
+    except (ValueError, ZeroDivisionError, RuntimeError) as e:
+        raise ConfigError(f"[{where}] {e if isinstance(e, ValueError) else f'{type(e).__name__}: {e}'}") from None

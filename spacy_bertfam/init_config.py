@@ -13,16 +13,15 @@ from spacy.cli.init_config import init_config as spacy_init_config
 
 from . import architectures
 from .convert import read_checkpoint
+from .encoders.contract import COMPONENTS
 from .errors import ConfigError
 from .pretrained import PACKAGED, checkpoint_path
 
-# Per family: the component, its architecture, and what its listeners read by default
-# (BERT: the last four layers concatenated, the paper's best feature-based setting;
-# ELMo: a scalar mix of every layer; GPT: the top layer).
+# Per family: its architecture (the component is `COMPONENTS[family]`).
 FAMILIES = {
-    "bert": ("bert_encoder", "spacy-bertfam.BertEncoder.v1", architectures.bert_encoder_v1),
-    "gpt": ("gpt_lm", "spacy-bertfam.GptDecoder.v1", architectures.gpt_decoder_v1),
-    "elmo": ("elmo_features", "spacy-bertfam.ElmoBiLM.v1", architectures.elmo_bilm_v1),
+    "bert": ("spacy-bertfam.BertEncoder.v1", architectures.bert_encoder_v1),
+    "gpt": ("spacy-bertfam.GptDecoder.v1", architectures.gpt_decoder_v1),
+    "elmo": ("spacy-bertfam.ElmoBiLM.v1", architectures.elmo_bilm_v1),
 }
 TASKS = ("ner", "textcat", "textcat_multilabel")
 
@@ -39,10 +38,11 @@ def init_config(checkpoint: Union[str, Path], pipeline: List[str]) -> Config:
     unknown = [p for p in pipeline if p not in TASKS]
     if unknown or not pipeline or len(set(pipeline)) != len(pipeline):
         problem = f"unknown {unknown}" if unknown else "each task once" if pipeline else "no task"
+        qa = ". span_qa pipelines start from configs/qa.cfg or configs/qa_bidaf.cfg" if "span_qa" in pipeline else ""
         raise ConfigError(f"init-config makes pipelines of {list(TASKS)}, each task once; got {pipeline} "
-                          f"({problem}). span_qa pipelines start from configs/qa.cfg or configs/qa_bidaf.cfg")
+                          f"({problem}){qa}")
     ckpt = read_checkpoint(checkpoint_path(str(checkpoint)))
-    name, architecture, build = FAMILIES[ckpt.family]
+    name, (architecture, build) = COMPONENTS[ckpt.family], FAMILIES[ckpt.family]
     config = spacy_init_config(lang="en", pipeline=pipeline, optimize="efficiency")
     components = config["components"]
     components.pop("tok2vec", None)  # absent when no component shares it (textcat alone)
@@ -82,6 +82,8 @@ def _sizes(model_config, build) -> Dict:
 
 
 def _listener(family: str, upstream: str, model_config) -> Dict:
+    """What the family's listeners read by default: BERT the last four layers concatenated (the
+    paper's best feature-based setting), ELMo a scalar mix of every layer, GPT the top layer."""
     if family == "elmo":
         width = 2 * model_config.projection_width
         layers, combine = list(range(model_config.n_layers + 1)), "scalar_mix"

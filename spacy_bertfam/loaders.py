@@ -20,6 +20,7 @@ from thinc.api import Model
 
 from .convert import Checkpoint, CheckpointError, load_state, read_checkpoint
 from .encoders import contract_of, torch_encoder
+from .encoders.contract import COMPONENTS
 from .errors import ConfigError
 from .models.bert import PRETRAINING_HEADS
 from .pretrained import pretrained_path
@@ -35,9 +36,6 @@ def _training_only(name: str) -> bool:
     return name.endswith("dropout") or name in ("n_words", "softmax")
 
 
-# The component that reads each family's checkpoints.
-_COMPONENTS = {"bert": "bert_encoder", "gpt": "gpt_lm", "elmo": "elmo_features"}
-
 # BERT's pretraining heads and ELMo's LM softmax are not part of a feature encoder.
 _HEADS = (*PRETRAINING_HEADS, "softmax.")
 
@@ -47,7 +45,7 @@ def load_checkpoint_into(model: Model, checkpoint: Checkpoint) -> None:
     contract = contract_of(model)
     family = contract.family
     if checkpoint.family != family:
-        component = _COMPONENTS[checkpoint.family]
+        component = COMPONENTS[checkpoint.family]
         raise CheckpointError(
             f"{checkpoint.source} is a {checkpoint.family} checkpoint; this encoder is {family}. Load it into "
             f"a {component} component (`python -m spacy_bertfam init-config {checkpoint.source} my.cfg` writes "

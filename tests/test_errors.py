@@ -17,7 +17,7 @@ from .pipeline.pipelines import TINY_ENCODER, build
     ("bert_encoder", {"model": {**TINY_ENCODER, "stride": 0}}, "stride 0 must be between 1 and the window's 62"),
     ("bert_encoder", {"model": {**TINY_ENCODER, "hidden_width": 30}},
      r"\[spacy-bertfam.BertEncoder.v1\] The width \(30\) must be divisible by the number of attention heads \(4\)"),
-    ("bert_encoder", {"model": {**TINY_ENCODER, "batch_pieces": 0}}, "batch_pieces 0: an encoder call needs room"),
+    ("bert_encoder", {"model": {**TINY_ENCODER, "batch_pieces": 0}}, r"batch_pieces must be >= 1 \(padded positions per encoder call"),
     ("elmo_features", {"model": {"@architectures": "spacy-bertfam.ElmoBiLM.v1", "activation": "gelu"}},
      r"\[spacy-bertfam.ElmoBiLM.v1\] activation must be 'relu' or 'tanh'"),
 ])
@@ -83,7 +83,7 @@ def test_a_pretraining_config_without_its_blocks_is_a_config_error(tmp_path):
     ({"objective.n_heads": 3}, r"\[objective\] The width \(32\) must be divisible by the number of attention heads \(3\)"),
     ({"training.batch_size": 0, "training.lr": 0}, r"\[training\] cannot work with batch_size = 0 \(at least 1\), lr = 0"),
     ({"corpus.split": "sentences"}, r"\[corpus\] split must be one of"),
-    ({"paths.train": "no/such/text"}, "Pretraining text not found: no/such/text"),
+    ({"paths.train": "no/such/text"}, "Pretraining text not found: .*no/such/text; point --paths.train"),
 ])
 def test_a_pretraining_setting_that_cannot_work_is_a_config_error(tmp_path, override, message):
     """Each stops `bertfam-pretrain` before any step, as its message alone (they were tracebacks,

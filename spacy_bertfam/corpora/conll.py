@@ -13,7 +13,7 @@ from typing import Iterator, List, NamedTuple, Tuple, Union
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from ..errors import InputError
+from ..errors import InputError, input_file
 
 
 def _sentences(path: Path) -> Iterator[List[Tuple[str, str, int]]]:
@@ -59,9 +59,7 @@ def _bio(tags: List[str], path: Path, numbers: List[int]) -> Tuple[List[str], in
 
 def read_conll(path: Union[str, Path], vocab: Vocab) -> ConllNer:
     """One Doc per sentence, entities set from the tags, and the count of I- openings."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    path = input_file(path)
     docs, opened_by_i = [], 0
     for sentence in _sentences(path):
         words = [w for w, _, _ in sentence]

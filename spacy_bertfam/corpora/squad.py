@@ -16,7 +16,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Corpus, Example
 from spacy.util import registry
 
-from ..errors import InputError
+from ..errors import InputError, input_file
 from ..tokenization.words import FIRST_SEGMENT, first_segment_end
 
 ANSWER_KEY = "answer"
@@ -73,9 +73,7 @@ def read_squad(
     An answer whose text is not at its `answer_start` in the context raises an InputError
     naming it; one whose characters cut a token is widened to whole tokens and counted.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    path = input_file(path)
     try:
         data = json.loads(path.read_text(encoding="utf8"))["data"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:

@@ -7,18 +7,17 @@ from typing import List, Optional, Sequence, Tuple, Union
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from ..errors import InputError
+from ..errors import InputError, input_file
 
 
 def read_textcat_csv(
     path: Union[str, Path], nlp: Language, *, labels: Optional[Sequence[str]] = None
 ) -> List[Doc]:
     """One Doc per row with `doc.cats` one-hot over `labels` (default: those in the file). A row
-    with more or fewer fields than the header (a text with an unquoted comma) or an empty text is
-    an error: reading it as the header's fields would drop the rest of the row."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    whose fields beyond the header hold anything (a text with an unquoted comma), or without a
+    text or a category, is an error: reading it as the header's fields would drop the rest of
+    the row. Other columns are ignored."""
+    path = input_file(path)
     with path.open(encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's byte-order mark
         reader = csv.DictReader(f)
         rows = [(reader.line_num, row) for row in reader]  # a quoted field may span lines
@@ -27,13 +26,12 @@ def read_textcat_csv(
     if not {"text", "category"} <= set(rows[0][1]):
         raise InputError(f"{path}: expected the columns 'text' and 'category', found {list(rows[0][1])}")
     for line, row in rows:
-        if None in row or None in row.values():  # DictReader's key for extra fields, its value for missing ones
-            more = "more" if None in row else "fewer"
-            raise InputError(f"{path}:{line}: {more} fields than the header's; a text holding a comma must be "
+        if any((field or "").strip() for field in row.get(None, ())):  # DictReader's key for fields beyond the header
+            raise InputError(f"{path}:{line}: more fields than the header's; a text holding a comma must be "
                              'quoted, e.g. "I lost my card, please help",lost_card')
-        if not (row["category"] or "").strip():
+        if not (row["category"] or "").strip():  # None: the row ends before the column
             raise InputError(f"{path}:{line}: the row has no category")
-        if not row["text"].strip():
+        if not (row["text"] or "").strip():
             raise InputError(f"{path}:{line}: the row's text is empty")
     labels = sorted({r["category"] for _, r in rows}) if labels is None else list(labels)
     known = set(labels)

@@ -47,6 +47,8 @@ _LOADER_HINTS = {
     "gpt": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/gpt_pretrain/final"',
     "elmo": '@misc = "spacy-bertfam.CheckpointLoader.v1"\npath = "training/elmo_pretrain/final"',
 }
+# The component that runs each family's encoder.
+COMPONENTS = {"bert": "bert_encoder", "gpt": "gpt_lm", "elmo": "elmo_features"}
 _MAKE_CHECKPOINT = {
     "bert": ("python -m spacy_bertfam download all-MiniLM-L6-v2 (then spacy-bertfam.PretrainedLoader.v1), or "
              "python -m spacy bertfam-pretrain configs/pretrain_bert.cfg training/bert_pretrain", "encoder_checkpoint"),

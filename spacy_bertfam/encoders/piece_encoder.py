@@ -93,13 +93,11 @@ def build_piece_encoder(
             f"set window <= {n_positions}"
         )
     if batch_pieces < 1:
-        raise ConfigError(f"batch_pieces {batch_pieces}: an encoder call needs room for at least one window; "
-                          f"set batch_pieces to a few thousand (the default is 4096)")
-    try:  # checked now rather than at the first batch, so a bad config fails early
-        plan_windows([], window=layout.window, stride=layout.stride, prefix=[0] * len(layout.prefix),
-                     suffix=[0] * len(layout.suffix), padding_id=layout.padding_id, combine=layout.combine)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+        raise ConfigError(f"batch_pieces must be >= 1 (padded positions per encoder call; the default is 4096), "
+                          f"got {batch_pieces}")
+    # Checked now rather than at the first batch, so a bad config fails early.
+    plan_windows([], window=layout.window, stride=layout.stride, prefix=[0] * len(layout.prefix),
+                 suffix=[0] * len(layout.suffix), padding_id=layout.padding_id, combine=layout.combine)
     contract = EncoderContract(family=family, n_layers=n_layers, width=width, default_pooling=default_pooling,
                                pairs=layout.separator is not None, tokenizer=PieceTokenizer(), batch_pieces=batch_pieces)
     return Model(

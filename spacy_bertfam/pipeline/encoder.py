@@ -187,13 +187,15 @@ class EncoderComponent(TrainablePipe):
 
     def add_listener(self, listener: EncoderListener, component_name: str) -> None:
         """Link `listener` (in `component_name`): its layers, pooling and width are resolved against
-        the contract. A listener with upstream "*" after two encoders is refused here, before its
-        width or layers are checked against either."""
-        if listener.upstream_name == "*":
-            encoders = self._encoders_before(component_name)
+        the contract. A listener with upstream "*" after two encoders that does not fit this one is
+        refused with the advice to name its upstream, not with this encoder's width or layers."""
+        try:
+            listener.link(self.name, self.contract, where=f"the listener of '{component_name}' on '{self.name}'")
+        except ConfigError:
+            encoders = self._encoders_before(component_name) if listener.upstream_name == "*" else []
             if len(encoders) > 1:
-                raise _two_encoders_error(component_name, encoders)
-        listener.link(self.name, self.contract, where=f"the listener of '{component_name}' on '{self.name}'")
+                raise _two_encoders_error(component_name, encoders) from None
+            raise
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
@@ -231,10 +233,10 @@ class EncoderComponent(TrainablePipe):
             listener.drop_outputs_after_reading(self.cfg["drop_outputs"])
 
     def _check_listeners_are_mine(self) -> None:
-        """A ConfigError if a listener this encoder feeds was linked to another encoder since
-        (where `add_listener` could not see the pipeline: a listener with upstream "*" after two
-        encoders is linked by both but reads one, so the other would train and store outputs for
-        nothing)."""
+        """A ConfigError if a listener this encoder feeds was linked to another encoder since: a
+        listener with upstream "*" that fits two encoders is linked by both but reads one, so the
+        other would train and store outputs for nothing. Checked at first use, not when spaCy links
+        it, because spaCy links every component before it disables any."""
         for component_name, listeners in self.listener_map.items():
             for listener in listeners:
                 if listener.linked_encoder not in (None, self.name):
@@ -243,8 +245,8 @@ class EncoderComponent(TrainablePipe):
     def _encoders_before(self, component_name: str) -> List[str]:
         """The encoder components that precede `component_name` in the pipeline (spaCy links a
         listener to each of them), or this one alone where the pipeline is unknown."""
-        nlp = self._nlp()
-        if nlp is None or component_name not in nlp.pipe_names:
+        nlp = self._nlp()  # a sourced component's may be the pipeline it came from
+        if nlp is None or component_name not in nlp.pipe_names or not any(p is self for _, p in nlp.pipeline):
             return [self.name]
         names = nlp.pipe_names
         return [n for n in names[: names.index(component_name)] if isinstance(nlp.get_pipe(n), EncoderComponent)]

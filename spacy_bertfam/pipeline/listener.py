@@ -111,18 +111,15 @@ def _stored(model: EncoderListener, docs: List[Doc]) -> List[DocEncoding]:
         if upstream not in store and model._initializing:
             out.append(_placeholder(model, doc))
             continue
-        if upstream not in store and model.attrs["drop_upstream_outputs"]:
-            raise ConfigError(
-                f"Doc has no outputs of the encoder '{upstream}': with drop_outputs = true they are deleted "
-                "once every listener has read them, so a component run on the Doc again finds none. Run the "
-                f"encoder on the Doc again first, or set drop_outputs = false on '{upstream}' to keep them"
-            )
         if upstream not in store:
+            dropped = ("; or it ran, and with drop_outputs = true its outputs were deleted once every "
+                       "listener had read them: run the encoder on the Doc again first, or set drop_outputs = "
+                       f"false on '{upstream}' to keep them") if model.attrs["drop_upstream_outputs"] else ""
             raise ConfigError(
                 f"Doc has no outputs of the encoder '{upstream}': the encoder component must run on a Doc "
                 "before the components that listen to it. If the encoder is frozen during training, list it "
                 "in [training] annotating_components too. (`spacy debug model` runs a component without its "
-                "upstream encoder, which it does only for spaCy's own tok2vec and transformer listeners.)"
+                f"upstream encoder, which it does only for spaCy's own tok2vec and transformer listeners.){dropped}"
             )
         enc = store[upstream]
         out.append(enc)

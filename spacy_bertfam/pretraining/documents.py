@@ -45,7 +45,7 @@ def corpus_files(paths: Union[str, Path, Sequence[Union[str, Path]]]) -> List[Pa
         elif path.is_file():
             files.append(path)
         else:
-            raise ConfigError(f"Pretraining text not found: {path} (relative to {Path.cwd()}); point "
+            raise ConfigError(f"Pretraining text not found: {path.resolve()}; point "
                               "--paths.train (or the [corpus] block) at .txt/.jsonl files or a folder of them")
     if not files:
         raise ConfigError("No pretraining text given: set --paths.train (or the [corpus] block)")

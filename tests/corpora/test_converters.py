@@ -90,11 +90,14 @@ def test_convert_textcat_writes_named_train_and_dev_files(tmp_path):
     done = subprocess.run(cmd[:5] + ["--heldout", "0", "--train-output", str(whole)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert len(list(DocBin().from_disk(whole).get_docs(vocab))) == 20
+    unused = subprocess.run(cmd[:5] + ["--heldout", "0", "--train-output", str(whole), "--dev-output", str(dev)],
+                            capture_output=True, text=True)
+    assert unused.returncode == 2 and "--heldout 0 holds nothing out" in unused.stderr
 
 
 @pytest.mark.parametrize("row, message", [
     ("I lost my card, please help,lost_card", r"rows.csv:3: more fields than the header's; a text holding a comma must be quoted"),
-    ("just a text", r"rows.csv:3: fewer fields than the header's"),
+    ("just a text", r"rows.csv:3: the row has no category"),
     ("  ,lost_card", r"rows.csv:3: the row's text is empty"),
 ])
 def test_a_textcat_row_that_would_lose_part_of_itself_is_refused(tmp_path, row, message):
@@ -108,6 +111,17 @@ def test_a_textcat_row_that_would_lose_part_of_itself_is_refused(tmp_path, row, 
                           capture_output=True, text=True)
     assert done.returncode == 1 and re.search(message, done.stderr) and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_textcat_columns_beyond_text_and_category_are_read_past(tmp_path):
+    """Spreadsheets add columns and write empty trailing fields: nothing in them is text or a
+    category, so nothing is lost by reading past them."""
+    csv = tmp_path / "rows.csv"
+    csv.write_text("id,text,category,source\n1,my card is lost,lost_card,app\n2,\"where, and when?\",delivery\n"
+                   "3,top up failed,top_up,web,,\n", encoding="utf8")
+    docs = read_textcat_csv(csv, spacy.blank("en"))
+    assert [(d.text, max(d.cats, key=d.cats.get)) for d in docs] == [
+        ("my card is lost", "lost_card"), ("where, and when?", "delivery"), ("top up failed", "top_up")]
 
 
 @pytest.mark.parametrize("command", ["convert-ner", "convert-squad"])

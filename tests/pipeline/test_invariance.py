@@ -159,8 +159,6 @@ def test_spawned_processes_give_the_output_of_one(bert_pipeline, tmp_path):
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith(f"same {len(TEXTS)}")
-    # The parent's tokenizer ran its thread pool before the fork: the workers run serially, silently.
-    assert "huggingface/tokenizers" not in result.stderr, result.stderr[-3000:]
 
 
 RELOAD = textwrap.dedent("""
