@@ -170,7 +170,7 @@ def _evaluate_qa(model: str, data: str, output: Optional[str], tune: bool = Fals
     import spacy
     import srsly
 
-    from .corpora.squad import qa_corpus
+    from .corpora.squad import answer_texts, qa_corpus
 
     if tune and not Path(model).is_dir():  # spacy.load prefers an installed package of that name
         raise SystemExit(f"evaluate-qa: --tune-threshold saves the threshold into MODEL, so MODEL must be a "
@@ -178,6 +178,10 @@ def _evaluate_qa(model: str, data: str, output: Optional[str], tune: bool = Fals
     nlp = spacy.load(model)
     examples = list(qa_corpus(Path(data))(nlp))
     if tune:  # tau on these Docs, saved with the pipeline; the scores below use it
+        if all(answer_texts(eg.reference) for eg in examples):
+            raise InputError(f"evaluate-qa --tune-threshold: {data} has no unanswerable question, so it cannot tell "
+                             "a threshold that withholds wrong answers from one that withholds right ones; tune on "
+                             "data with unanswerable questions (SQuAD 2.0)")
         qa = nlp.get_pipe("span_qa")
         docs = list(nlp.pipe([eg.predicted for eg in examples]))
         tuned = qa.tune_null_threshold(docs, [eg.reference for eg in examples])

@@ -31,8 +31,8 @@ def make_qa_doc(nlp: Language, question: str, context: Union[str, Doc]) -> Doc:
         raise ValueError(f"every question must be a non-empty string, got {question!r}")
     if not isinstance(context, (str, Doc)):
         raise ValueError(f"the context must be a string or a Doc, got {type(context).__name__}")
-    if not (context.strip() if isinstance(context, str) else len(context)):
-        raise ValueError("The context is empty: there is nothing to find an answer in")
+    if not (context if isinstance(context, str) else context.text).strip():
+        raise ValueError("The context is empty or whitespace: there is nothing to find an answer in")
     if isinstance(context, str):
         c_doc = nlp.make_doc(context)
     else:

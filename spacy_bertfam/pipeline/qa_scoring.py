@@ -1,6 +1,7 @@
 """SQuAD scoring: exact match and token F1 (v1.1 and v2.0), and choosing the no-answer threshold."""
 import re
 import string
+import warnings
 from collections import Counter
 from functools import partial
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -39,8 +40,10 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
     from the groups' "best" attrs: how well the spans are learned, apart from answerability).
     Examples without a question (ordinary Docs of a corpus that mixes tasks) are not scored."""
     rows, margins, forced = [], [], []
+    lost = 0  # questions the reference marks and the predicted Doc lacks
     for eg in examples:
         if not first_segment_end(eg.predicted):
+            lost += bool(first_segment_end(eg.reference))
             continue
         predicted = eg.predicted.spans.get(spans_key) if eg.predicted.spans else None
         guess = predicted[0].text if predicted else ""
@@ -50,6 +53,11 @@ def score_answers(examples: Iterable[Example], *, spans_key: str = ANSWER_KEY) -
         if golds and predicted is not None and "best" in predicted.attrs:
             best = predicted.attrs["best"]
             forced.append(_best_scores(eg.predicted[best[0]:best[1]].text if best else "", golds)[1])
+    if lost:
+        warnings.warn(f"span_qa scored {len(rows)} questions and left out {lost} whose Docs lost the question "
+                      "mark-up before prediction: spaCy's Corpus (and so `spacy evaluate`) re-tokenizes the text. "
+                      "Score QA with `python -m spacy_bertfam evaluate-qa MODEL DATA`, and read QA data in "
+                      "training with spacy-bertfam.QACorpus.v1", stacklevel=2)
     if not rows:
         return {"qa_exact": None, "qa_f1": None}
     has, exact, f1 = (np.asarray(c) for c in zip(*rows))

@@ -34,8 +34,9 @@ def ask(nlp: Language, doc: Doc, questions: Sequence[str], *, component: str = "
     """Answer `questions` about `doc` with the pipeline's `component` (a span_qa).
 
     The answered Spans are also written to doc.spans[spans_key] (label: the question; the
-    group's attrs["questions"] and ["scores"] align with its spans), where displaCy's
-    "span" style renders them; nothing else on the Doc changes.
+    group's attrs["questions"] and ["scores"] align with its spans; questions without an answer
+    are in the returned list only), where displaCy's "span" style renders them. The group is
+    replaced at each call, so it shows the last call's answers; nothing else on the Doc changes.
     """
     return ask_all(nlp, [(doc, questions)], component=component, spans_key=spans_key, batch_size=batch_size)[0]
 
@@ -53,8 +54,8 @@ def ask_all(nlp: Language, asks: Iterable[Tuple[Doc, Sequence[str]]], *, compone
     qa = nlp.get_pipe(component)
     qa_docs, owners = [], []
     for d, (doc, questions) in enumerate(asks):
-        if not len(doc):
-            raise ValueError("ask(): the Doc is empty: there is nothing to find an answer in")
+        if not doc.text.strip():
+            raise ValueError("ask(): the Doc is empty or whitespace: there is nothing to find an answer in")
         for question in questions:
             qa_docs.append(make_qa_doc(nlp, question, doc))
             owners.append((d, question))

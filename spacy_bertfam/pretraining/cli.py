@@ -61,7 +61,11 @@ def run(config_path: Path, output_path: Path, overrides: Dict[str, Any], *, gpu_
             raise ConfigError(f"--gpu-id {gpu_id}: torch sees no CUDA device")
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", gpu_id)))
         torch.cuda.set_device(device)
-    if overwrite and not resume and int(os.environ.get("RANK", "0")) == 0:
+    if overwrite and resume:
+        raise ConfigError("--resume continues the run in the output folder and --overwrite deletes it: give one")
+    if resume and not output_path.exists():  # said before the folder is made (a killed run's state is checked later)
+        raise ConfigError(f"Nothing to resume: {output_path} does not exist; leave out --resume to start a new run")
+    if overwrite and int(os.environ.get("RANK", "0")) == 0:
         for name in ("last", "final"):
             shutil.rmtree(output_path / name, ignore_errors=True)
         (output_path / "log.jsonl").unlink(missing_ok=True)

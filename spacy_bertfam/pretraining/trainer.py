@@ -216,6 +216,9 @@ def pretrain(
     stream = ExampleStream(train, objective.maker(), settings.shuffle_buffer, settings.seed)
     state = load_training_state(last / STATE_FILE, objective)
     step = state["step"]
+    if resume and step >= settings.max_steps:
+        raise ConfigError(f"The run in {output} is at step {step} already and max_steps is {settings.max_steps}: "
+                          "nothing to train. Raise --training.max_steps to go on")
     if step > 0:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
@@ -238,6 +241,7 @@ def pretrain(
         step += 1
         start = time.perf_counter()
         numbered = stream.batch(settings.batch_size, settings.batch_pieces, objective.length, min_examples=procs.world)
+        lr = schedule.get_last_lr()[0]  # this step's rate (after schedule.step() it is the next one's)
         totals, stats, grad_norm = train_step(objective, model, optimizer, numbered, procs, settings)
         schedule.step()
         train_seconds += time.perf_counter() - start
@@ -252,11 +256,11 @@ def pretrain(
             speed = units / max(time.perf_counter() - window_start, 1e-9)
             figures = objective.report(stats, totals)
             bar.set_postfix(loss=f"{figures['loss']:.3f}", **{f"{objective.unit}/s": f"{speed:.0f}"})
-            record = {"step": step, **figures, "lr": schedule.get_last_lr()[0], "grad_norm": grad_norm,
+            record = {"step": step, **figures, "lr": lr, "grad_norm": grad_norm,
                       f"{objective.unit}_per_s": speed, "train_seconds": train_seconds}
             if evaluate_now:
                 record.update(evaluate_all(objective, model, eval_sets, device))
-                bar.write(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}))
+                bar.write(json.dumps({k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in record.items()}))
             records.append(_log(log_path, record))
             units, window_start = 0.0, time.perf_counter()
         if (step % settings.checkpoint_every == 0 or done) and not killed:

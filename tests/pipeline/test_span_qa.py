@@ -96,8 +96,9 @@ def test_pair_errors_are_explained(hf_bert_dir, tmp_path):
         nlp(doc)
     with pytest.raises(ValueError, match="The context is empty"):
         make_qa_doc(nlp, QUESTION, "  ")
-    with pytest.raises(ValueError, match="The context is empty"):
-        make_qa_doc(nlp, QUESTION, nlp.make_doc(""))
+    for empty in ("", " \t "):
+        with pytest.raises(ValueError, match="The context is empty"):
+            make_qa_doc(nlp, QUESTION, nlp.make_doc(empty))
     with pytest.raises(ValueError, match="every question must be a non-empty string, got None"):
         make_qa_doc(nlp, None, CONTEXT)
     with pytest.raises(ValueError, match="the context must be a string or a Doc, got list"):
@@ -336,8 +337,9 @@ def test_ask_explains_bad_questions(hf_bert_dir):
     doc = nlp.make_doc("the cat sat on the mat .")
     with pytest.raises(ValueError, match="every question must be a non-empty string"):
         ask(nlp, doc, ["  "])
-    with pytest.raises(ValueError, match="the Doc is empty"):
-        ask(nlp, nlp.make_doc(""), ["who ?"])
+    for empty in ("", "  \n\n "):  # a whitespace Doc got its whitespace token as a confident answer
+        with pytest.raises(ValueError, match="the Doc is empty or whitespace"):
+            ask(nlp, nlp.make_doc(empty), ["who ?"])
     with pytest.raises(ValueError, match="first segment of .* pieces leaves no room"):
         ask(nlp, doc, ["who " * 80 + "?"])
     alone = spacy.blank("en")
@@ -506,3 +508,27 @@ def test_widened_answers_are_scored_against_the_datasets_texts(tmp_path):
             gold = eg.reference.spans["answers"][i]
             eg.predicted.spans["answer"] = [eg.predicted.char_span(gold.start_char, gold.end_char)]
     assert score_answers(widened)["qa_exact"] < 1.0
+
+
+def test_scoring_says_when_the_question_mark_up_was_lost_before_prediction():
+    """`spacy evaluate` reads .spacy files with spaCy's Corpus, whose predicted Docs are the text
+    re-tokenized: span_qa then skipped every question and printed no QA score, without a word."""
+    nlp = spacy.blank("en")
+    reference = make_qa_doc(nlp, "Where did the dog run?", "The dog ran to the river.")
+    reference.spans["answers"] = [reference[-3:-1]]
+    examples = [Example(nlp.make_doc(reference.text), reference), Example(reference, reference)]
+    with pytest.warns(UserWarning, match="span_qa scored 1 questions and left out 1 whose Docs lost the question"):
+        score_answers(examples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        score_answers(examples[1:])  # nothing lost, nothing said
+
+
+def test_tuning_the_threshold_on_data_without_unanswerable_questions_is_refused(hf_bert_dir, tmp_path, capsys):
+    """It saved tau = 0 as if tuned: on answerable questions alone no threshold can be told apart."""
+    nlp = trained_qa(hf_bert_dir, steps=1)
+    nlp.to_disk(tmp_path / "qa")
+    DocBin(docs=[eg.reference for eg in qa_examples(nlp) if eg.reference.spans["answer"]]).to_disk(tmp_path / "v1.spacy")
+    with pytest.raises(SystemExit) as exit:
+        main(["evaluate-qa", str(tmp_path / "qa"), str(tmp_path / "v1.spacy"), "--tune-threshold"])
+    assert exit.value.code == 1 and "has no unanswerable question" in capsys.readouterr().err

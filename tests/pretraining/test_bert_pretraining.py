@@ -58,6 +58,8 @@ def test_a_resumed_run_continues_with_the_same_losses(small_corpus, start, tmp_p
     settings = {**TINY_BERT, "training.max_steps": 8, "training.checkpoint_every": 4, "training.eval_every": 8,
                 "objective.heldout_instances": 32, "corpus.heldout_every": 6, "paths.init": str(start)}
     whole = pretrain("bert", small_corpus, tmp_path / "whole", settings)
+    step_one = next(r for r in whole if r["step"] == 1 and "lr" in r)  # the rate step 1 trained with, not step 2's
+    assert step_one["lr"] == pytest.approx(settings["training.lr"] / settings["training.warmup_steps"])
     killed = pretrain("bert", small_corpus, tmp_path / "resumed", settings, stop_after=6)
     assert killed[-1]["step"] == 6 and not (tmp_path / "resumed" / "final").exists()
     resumed = pretrain("bert", small_corpus, tmp_path / "resumed", settings, resume=True)
@@ -69,6 +71,14 @@ def test_a_resumed_run_continues_with_the_same_losses(small_corpus, start, tmp_p
     assert max(float(np.abs(a[k] - b[k]).max()) for k in a) == 0.0
     with pytest.raises(ConfigError, match="--resume"):
         pretrain("bert", small_corpus, tmp_path / "whole", settings)
+    # Resuming a finished run, or with --overwrite too, or where there is no run: said, nothing trained or made.
+    with pytest.raises(ConfigError, match="is at step 8 already and max_steps is 8: nothing to train"):
+        pretrain("bert", small_corpus, tmp_path / "whole", settings, resume=True)
+    with pytest.raises(ConfigError, match="--resume continues .* and --overwrite deletes it: give one"):
+        pretrain("bert", small_corpus, tmp_path / "whole", settings, resume=True, overwrite=True)
+    with pytest.raises(ConfigError, match="Nothing to resume"):
+        pretrain("bert", small_corpus, tmp_path / "none", settings, resume=True)
+    assert not (tmp_path / "none").exists()
 
 
 def test_two_processes_train_like_one(small_corpus, start, tmp_path):
