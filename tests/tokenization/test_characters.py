@@ -1,7 +1,10 @@
 """ELMo character ids as bilm-tf makes them: bytes + 1 between word markers, markers for <S>/</S>."""
+import warnings
+
 import numpy as np
 import pytest
 
+from spacy_bertfam.tokenization import characters
 from spacy_bertfam.tokenization.characters import batch_char_ids, word_table
 
 BOW, EOW, PAD = 259, 260, 261  # begin/end of word and padding, shifted by one
@@ -11,9 +14,13 @@ def _row(*ids: int, width: int = 50) -> list:
     return [BOW, *ids, EOW] + [PAD] * (width - 2 - len(ids))
 
 
-def test_words_bytes_truncation_and_markers():
+def test_words_bytes_truncation_and_markers(monkeypatch):
+    monkeypatch.setattr(characters, "_said_cut", [])  # as in a fresh process
     with pytest.warns(UserWarning, match="ELMo reads at most 48 bytes of a token"):  # cut as bilm-tf does, but said
         table = word_table(["a", "ü", "x" * 60, "<S>", "</S>", ""], 50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per process, not for every batch of URLs
+        assert word_table(["y" * 60], 50)[0].tolist() == [BOW] + [ord("y") + 1] * 48 + [EOW]
     assert table[0].tolist() == _row(ord("a") + 1)
     assert table[1].tolist() == _row(0xC3 + 1, 0xBC + 1)
     assert table[2].tolist() == [BOW] + [ord("x") + 1] * 48 + [EOW]  # 48 bytes kept
