@@ -45,11 +45,11 @@ def ask_all(nlp: Language, asks: Iterable[Tuple[Doc, Sequence[str]]], *, compone
             spans_key: str = ANSWERS_KEY, batch_size: int = 32) -> List[List[Answer]]:
     """`ask` for several Docs at once; all questions go through `nlp.pipe` in batches."""
     asks = list(asks)
-    for doc, questions in asks:  # a string is a sequence too: it would be asked letter by letter
-        if isinstance(questions, str) or not isinstance(doc, Doc):
-            raise TypeError(f"ask(): give a Doc and a list of questions, e.g. ask(nlp, doc, [{questions!r}])"
-                            if isinstance(questions, str) else
-                            f"ask(): the Doc to ask about must be a spaCy Doc, got {type(doc).__name__}")
+    for doc, questions in asks:
+        if isinstance(questions, str):  # a string is a sequence too: it would be asked letter by letter
+            raise TypeError(f"ask(): give a Doc and a list of questions, e.g. ask(nlp, doc, [{questions!r}])")
+        if not isinstance(doc, Doc):
+            raise TypeError(f"ask(): the Doc to ask about must be a spaCy Doc, got {type(doc).__name__}")
     asks = [(doc, list(questions)) for doc, questions in asks]
     qa = nlp.get_pipe(component)
     qa_docs, owners = [], []

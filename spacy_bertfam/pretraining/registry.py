@@ -5,7 +5,7 @@ and its objective; [training] is a plain block of `TrainingSettings`.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import torch
 from spacy.util import registry
@@ -65,12 +65,18 @@ def text_corpus(path: Union[str, List[str]], split: str = "chapters", heading: O
     return TextCorpus(reader.files, reader.split, reader.heading, heldout_every, extra)
 
 
-def _check_sizes(model: Callable[..., nn.Module], config) -> None:
-    """Build the model on torch's meta device (no memory, no arithmetic), so that sizes its
-    modules refuse (e.g. a width that the heads do not divide) stop the command now, as a config
-    error, rather than after the vocabulary is trained. With `init`, the checkpoint's sizes count."""
-    with as_config_error("objective"), torch.device("meta"):
-        model(config)
+def _sized(config_class: Callable[..., Any], model_class: Callable[..., nn.Module], init: Optional[str],
+           **sizes: Any) -> Any:
+    """The family config of `sizes`. Without `init` (whose checkpoint's sizes count) the model is
+    built on torch's meta device (no memory, no arithmetic), so that sizes its modules refuse,
+    e.g. a width the heads do not divide, stop the command now as a config error rather than
+    after the vocabulary is trained."""
+    with as_config_error("objective"):
+        config = config_class(**sizes)
+        if init is None:
+            with torch.device("meta"):
+                model_class(config)
+    return config
 
 
 @registry.misc("spacy-bertfam.BertPretraining.v1")
@@ -113,11 +119,8 @@ def bert_pretraining(
     vocab_documents: documents read to train the vocabulary.
     heldout_instances: held-out instances evaluated at every evaluation.
     """
-    with as_config_error("objective"):
-        config = BertConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
-                            intermediate_width=intermediate_width, n_positions=n_positions)
-    if init is None:
-        _check_sizes(BertEncoder, config)
+    config = _sized(BertConfig, BertEncoder, init, n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers,
+                    n_heads=n_heads, intermediate_width=intermediate_width, n_positions=n_positions)
     if max_length > n_positions:
         raise ConfigError(f"[objective] max_length {max_length} exceeds n_positions {n_positions}")
     return BertPretraining(init=checkpoint_path(init) if init else None, vocab=Path(vocab) if vocab else None,
@@ -148,11 +151,8 @@ def gpt_pretraining(
         byte-level BPE of n_pieces on the corpus (ignored with init).
     block_size: pieces of context per training sequence.
     """
-    with as_config_error("objective"):
-        config = GptConfig(n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers, n_heads=n_heads,
-                           intermediate_width=intermediate_width, n_positions=n_positions)
-    if init is None:
-        _check_sizes(GptDecoder, config)
+    config = _sized(GptConfig, GptDecoder, init, n_pieces=n_pieces, hidden_width=hidden_width, n_layers=n_layers,
+                    n_heads=n_heads, intermediate_width=intermediate_width, n_positions=n_positions)
     if block_size > n_positions:
         raise ConfigError(f"[objective] block_size {block_size} exceeds n_positions {n_positions}")
     return GptPretraining(init=checkpoint_path(init) if init else None, config=config, dropout=dropout, block_size=block_size,
@@ -183,11 +183,8 @@ def elmo_pretraining(
     softmax: "adaptive" (cheap for large vocabularies) or "full".
     sequence_length: words per training sequence (between <S> and </S>).
     """
-    with as_config_error("objective"):
-        config = ElmoConfig(char_width=char_width, filters=[tuple(f) for f in filters], n_highway=n_highway,
-                            cell_width=cell_width, projection_width=projection_width, n_layers=n_layers,
-                            n_words=n_words, softmax=softmax, dropout=dropout)
-    if init is None:
-        _check_sizes(ElmoBiLM, config)
+    config = _sized(ElmoConfig, ElmoBiLM, init, char_width=char_width, filters=[tuple(f) for f in filters],
+                    n_highway=n_highway, cell_width=cell_width, projection_width=projection_width,
+                    n_layers=n_layers, n_words=n_words, softmax=softmax, dropout=dropout)
     return ElmoPretraining(init=checkpoint_path(init) if init else None, config=config, sequence_length=sequence_length,
                            vocab_documents=vocab_documents, heldout_examples=heldout_sequences)

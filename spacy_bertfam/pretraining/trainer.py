@@ -199,7 +199,7 @@ def pretrain(
     procs.barrier()
     if not resume and last.exists():
         raise ConfigError(f"{output} holds a run already: resume it (--resume), start it over "
-                              "(--overwrite) or choose another output")
+                          "(--overwrite) or choose another output")
     if resume and not (last / STATE_FILE).is_file():
         raise ConfigError(f"Nothing to resume: {last / STATE_FILE} does not exist; leave out --resume to start "
                           "a new run")

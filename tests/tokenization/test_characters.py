@@ -15,7 +15,7 @@ def _row(*ids: int, width: int = 50) -> list:
 
 
 def test_words_bytes_truncation_and_markers(monkeypatch):
-    monkeypatch.setattr(characters, "_said_cut", [])  # as in a fresh process
+    monkeypatch.setattr(characters, "_said_cut", False)  # as in a fresh process
     with pytest.warns(UserWarning, match="ELMo reads at most 48 bytes of a token"):  # cut as bilm-tf does, but said
         table = word_table(["a", "ü", "x" * 60, "<S>", "</S>", ""], 50)
     with warnings.catch_warnings():
